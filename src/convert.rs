@@ -1,0 +1,261 @@
+//! k8s-openapi objects → the compact model. Only what classification reads survives.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet as K8sDaemonSet};
+use k8s_openapi::api::core::v1::{
+    Node as K8sNode, NodeSelectorRequirement, NodeSelectorTerm as K8sTerm, Pod as K8sPod, PodSpec,
+    PodTemplateSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector as K8sLabelSelector, ObjectMeta, OwnerReference, Time,
+};
+
+use crate::eligibility::NODE_NAME_FIELD;
+use crate::interner::Interner;
+use crate::model::{
+    DaemonSet, DaemonSetStatus, Deletion, LabelSelector, Node, NodeSelectorTerm, ObjectRef, Placement,
+    Pod, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,
+};
+
+/// NFD lists the labels it manages here; unprefixed names live under `feature.node.kubernetes.io/`.
+pub const NFD_FEATURE_LABELS_ANNOTATION: &str = "nfd.node.kubernetes.io/feature-labels";
+/// NFD lists the taints it manages here, as `key=value:effect`.
+pub const NFD_TAINTS_ANNOTATION: &str = "nfd.node.kubernetes.io/taints";
+pub const REVISION_HASH_LABEL: &str = "controller-revision-hash";
+
+/// An object that cannot be read into the model. It names the object and the problem.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{kind} {name}: {problem}")]
+pub struct ConvertError {
+    pub kind: &'static str,
+    pub name: String,
+    pub problem: String,
+}
+
+fn describe(meta: &ObjectMeta) -> String {
+    match (&meta.namespace, &meta.name) {
+        (Some(ns), Some(name)) => format!("{ns}/{name}"),
+        (None, Some(name)) => name.clone(),
+        _ => "<unnamed>".to_owned(),
+    }
+}
+
+fn required<'a>(kind: &'static str, meta: &'a ObjectMeta, field: &str, value: Option<&'a String>) -> Result<&'a str, ConvertError> {
+    match value {
+        Some(v) if !v.is_empty() => Ok(v),
+        _ => Err(ConvertError { kind, name: describe(meta), problem: format!("missing {field}") }),
+    }
+}
+
+fn seconds(time: &Time) -> i64 {
+    time.0.as_second()
+}
+
+pub fn node(node: &K8sNode, interner: &mut Interner) -> Result<Node, ConvertError> {
+    let meta = &node.metadata;
+    let name = interner.str(required("Node", meta, "metadata.name", meta.name.as_ref())?);
+    let labels = interner.labels(meta.labels.iter().flatten());
+    let taints = node
+        .spec
+        .iter()
+        .flat_map(|spec| spec.taints.iter().flatten())
+        .map(|t| Taint {
+            key: interner.str(&t.key),
+            value: interner.str(t.value.as_deref().unwrap_or_default()),
+            effect: TaintEffect::parse(&t.effect),
+            time_added: t.time_added.as_ref().map(seconds),
+        })
+        .collect();
+    let annotation = |key: &str| meta.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str);
+    let nfd_label_keys = list_items(annotation(NFD_FEATURE_LABELS_ANNOTATION))
+        .map(|name| if name.contains('/') { interner.str(name) } else { interner.str(&format!("feature.node.kubernetes.io/{name}")) })
+        .collect();
+    let nfd_taint_keys = list_items(annotation(NFD_TAINTS_ANNOTATION))
+        .map(|taint| interner.str(taint.split(['=', ':']).next().unwrap_or(taint)))
+        .collect();
+    Ok(Node { name, labels, taints, nfd_label_keys, nfd_taint_keys })
+}
+
+fn list_items(value: Option<&str>) -> impl Iterator<Item = &str> {
+    value.into_iter().flat_map(|v| v.split(',')).map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn object_ref(kind: &'static str, meta: &ObjectMeta, interner: &mut Interner) -> Result<ObjectRef, ConvertError> {
+    let name = required(kind, meta, "metadata.name", meta.name.as_ref())?;
+    let namespace = required(kind, meta, "metadata.namespace", meta.namespace.as_ref())?;
+    Ok(ObjectRef { namespace: interner.str(namespace), name: Arc::from(name) })
+}
+
+pub fn daemonset(ds: &K8sDaemonSet, interner: &mut Interner) -> Result<DaemonSet, ConvertError> {
+    let meta = &ds.metadata;
+    let id = object_ref("DaemonSet", meta, interner)?;
+    let uid = interner.str(required("DaemonSet", meta, "metadata.uid", meta.uid.as_ref())?);
+    let spec = ds.spec.as_ref();
+    let selector = label_selector(spec.map(|s| &s.selector), interner);
+    let template = placement_from_template(spec.map(|s| &s.template), interner);
+    let status = ds.status.as_ref().map(|s| DaemonSetStatus {
+        number_misscheduled: s.number_misscheduled.into(),
+        desired_number_scheduled: s.desired_number_scheduled.into(),
+    });
+    Ok(DaemonSet { uid, id, selector, template, status })
+}
+
+pub fn revision(rev: &ControllerRevision, interner: &mut Interner) -> Result<Revision, ConvertError> {
+    let meta = &rev.metadata;
+    let id = object_ref("ControllerRevision", meta, interner)?;
+    let uid = Arc::from(required("ControllerRevision", meta, "metadata.uid", meta.uid.as_ref())?);
+    let owner_uid = controller_of_kind(meta.owner_references.as_deref(), "DaemonSet").map(|o| interner.str(&o.uid));
+    let hash = meta.labels.as_ref().and_then(|l| l.get(REVISION_HASH_LABEL)).map(|h| interner.str(h));
+    // The DaemonSet controller stores `{"spec":{"template":{...}}}` as the revision's data.
+    let template = match rev.data.as_ref().and_then(|d| d.0.pointer("/spec/template")) {
+        None => None,
+        Some(value) => Some(PodTemplateSpec::deserialize(value).map_err(|e| ConvertError {
+            kind: "ControllerRevision",
+            name: describe(meta),
+            problem: format!("data.spec.template is not a pod template: {e}"),
+        })?),
+    };
+    let placement = placement_from_template(template.as_ref(), interner);
+    Ok(Revision { uid, id, owner_uid, hash, placement })
+}
+
+use serde::Deserialize as _;
+
+pub fn pod(pod: &K8sPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
+    let meta = &pod.metadata;
+    let id = object_ref("Pod", meta, interner)?;
+    let uid = Arc::from(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
+    let controller_uid = controller_of_kind(meta.owner_references.as_deref(), "DaemonSet").map(|o| interner.str(&o.uid));
+    let labels = interner.labels(meta.labels.iter().flatten());
+    let revision_hash = labels.get(REVISION_HASH_LABEL).cloned();
+    let spec = pod.spec.as_ref();
+    let target_node = spec.and_then(target_node_name).map(|n| interner.str(n));
+    let own = Placement {
+        node_name: None,
+        node_selector: spec.map(|s| node_selector(s, interner)).unwrap_or_default(),
+        // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
+        required_terms: None,
+        tolerations: spec.map(|s| tolerations(s, interner)).unwrap_or_default(),
+        host_network: spec.and_then(|s| s.host_network).unwrap_or(false),
+    };
+    let deletion = meta.deletion_timestamp.as_ref().map(|t| Deletion {
+        timestamp: seconds(t),
+        grace_period_seconds: meta.deletion_grace_period_seconds.unwrap_or(0),
+    });
+    Ok(Pod {
+        uid,
+        id,
+        controller_uid,
+        labels,
+        target_node,
+        revision_hash,
+        own_placement: interner.placement(own),
+        created: meta.creation_timestamp.as_ref().map(seconds),
+        deletion,
+    })
+}
+
+/// `GetTargetNodeName`: `spec.nodeName`, else the first `matchFields metadata.name In`
+/// requirement of the required affinity, which must have exactly one value.
+pub fn target_node_name(spec: &PodSpec) -> Option<&str> {
+    if let Some(name) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        return Some(name);
+    }
+    let terms = &spec.affinity.as_ref()?.node_affinity.as_ref()?.required_during_scheduling_ignored_during_execution.as_ref()?.node_selector_terms;
+    let field = terms
+        .iter()
+        .flat_map(|t| t.match_fields.iter().flatten())
+        .find(|f| f.key == NODE_NAME_FIELD && f.operator == "In")?;
+    match field.values.as_deref() {
+        Some([only]) => Some(only),
+        _ => None,
+    }
+}
+
+fn controller_of_kind<'a>(owners: Option<&'a [OwnerReference]>, kind: &str) -> Option<&'a OwnerReference> {
+    owners?.iter().find(|o| o.controller == Some(true) && o.kind == kind && o.api_version.starts_with("apps/"))
+}
+
+fn placement_from_template(template: Option<&PodTemplateSpec>, interner: &mut Interner) -> Arc<Placement> {
+    let Some(spec) = template.and_then(|t| t.spec.as_ref()) else {
+        return interner.placement(Placement::default());
+    };
+    let required_terms = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
+        .map(|sel| sel.node_selector_terms.iter().map(|t| term(t, interner)).collect());
+    let placement = Placement {
+        node_name: spec.node_name.as_deref().filter(|n| !n.is_empty()).map(|n| interner.str(n)),
+        node_selector: node_selector(spec, interner),
+        required_terms,
+        tolerations: tolerations(spec, interner),
+        host_network: spec.host_network.unwrap_or(false),
+    };
+    interner.placement(placement)
+}
+
+fn node_selector(spec: &PodSpec, interner: &mut Interner) -> Vec<(crate::model::Str, crate::model::Str)> {
+    spec.node_selector.iter().flatten().map(|(k, v)| (interner.str(k), interner.str(v))).collect()
+}
+
+fn tolerations(spec: &PodSpec, interner: &mut Interner) -> Vec<Toleration> {
+    spec.tolerations
+        .iter()
+        .flatten()
+        .map(|t| Toleration {
+            key: interner.str(t.key.as_deref().unwrap_or_default()),
+            operator: match t.operator.as_deref() {
+                None | Some("") | Some("Equal") => TolerationOperator::Equal,
+                Some("Exists") => TolerationOperator::Exists,
+                Some(_) => TolerationOperator::Unsupported,
+            },
+            value: interner.str(t.value.as_deref().unwrap_or_default()),
+            effect: t.effect.as_deref().filter(|e| !e.is_empty()).map(TaintEffect::parse),
+        })
+        .collect()
+}
+
+fn term(term: &K8sTerm, interner: &mut Interner) -> NodeSelectorTerm {
+    let mut reqs = |list: &Option<Vec<NodeSelectorRequirement>>| -> Vec<Requirement> {
+        list.iter()
+            .flatten()
+            .map(|r| Requirement {
+                key: interner.str(&r.key),
+                operator: SelectorOperator::parse(&r.operator),
+                values: r.values.iter().flatten().map(|v| interner.str(v)).collect(),
+            })
+            .collect()
+    };
+    NodeSelectorTerm { match_expressions: reqs(&term.match_expressions), match_fields: reqs(&term.match_fields) }
+}
+
+/// `metav1.LabelSelectorAsSelector`: a missing selector, or one the API would
+/// reject, selects nothing; an empty one selects everything.
+fn label_selector(selector: Option<&K8sLabelSelector>, interner: &mut Interner) -> LabelSelector {
+    let Some(selector) = selector else { return LabelSelector::Nothing };
+    let mut reqs: Vec<Requirement> = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| Requirement { key: interner.str(k), operator: SelectorOperator::In, values: vec![interner.str(v)] })
+        .collect();
+    for expr in selector.match_expressions.iter().flatten() {
+        let operator = match expr.operator.as_str() {
+            op @ ("In" | "NotIn" | "Exists" | "DoesNotExist") => SelectorOperator::parse(op),
+            _ => return LabelSelector::Nothing,
+        };
+        let values: Vec<_> = expr.values.iter().flatten().map(|v| interner.str(v)).collect();
+        let valid = match operator {
+            SelectorOperator::In | SelectorOperator::NotIn => !values.is_empty(),
+            _ => values.is_empty(),
+        };
+        if !valid {
+            return LabelSelector::Nothing;
+        }
+        reqs.push(Requirement { key: interner.str(&expr.key), operator, values });
+    }
+    LabelSelector::Requirements(reqs)
+}

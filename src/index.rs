@@ -1,0 +1,544 @@
+//! The cluster index: compact caches of the four watched resources, plus the
+//! per-DaemonSet state the metrics are read from, kept up to date one event at
+//! a time.
+//!
+//! Sans-IO: feed it `watcher::Event`s (from a live watch or a snapshot) with
+//! [`Index::apply`]; read it with [`Index::daemonsets`]. A node event re-evaluates
+//! that node for each DaemonSet; a pod event touches only that pod's node; a
+//! DaemonSet event re-evaluates that DaemonSet. Scrapes read only the
+//! misscheduled nodes, so their cost does not grow with the cluster.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet as K8sDaemonSet};
+use k8s_openapi::api::core::v1::{Node as K8sNode, Pod as K8sPod};
+use kube::runtime::watcher::Event;
+
+use crate::convert::{self, ConvertError};
+use crate::eligibility::{Skip, selector_matches, should_run};
+use crate::interner::Interner;
+use crate::model::{DaemonSet, Node, Pod, Revision, Str, Timestamp};
+use crate::reason::{Classification, DrainTaints, Reason, classify};
+
+/// The four watched resources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Resource {
+    Nodes,
+    DaemonSets,
+    ControllerRevisions,
+    Pods,
+}
+
+impl Resource {
+    pub const ALL: [Resource; 4] =
+        [Resource::Nodes, Resource::DaemonSets, Resource::ControllerRevisions, Resource::Pods];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resource::Nodes => "nodes",
+            Resource::DaemonSets => "daemonsets",
+            Resource::ControllerRevisions => "controllerrevisions",
+            Resource::Pods => "pods",
+        }
+    }
+}
+
+/// Which watch stream an event came from: a namespace, or `None` for a
+/// cluster-wide watch. A relist replaces only its own scope.
+pub type Scope<'a> = Option<&'a str>;
+
+/// A reflector-style cache: during a relist the old contents stay visible and
+/// the new ones are buffered; `InitDone` swaps them.
+#[derive(Debug)]
+pub struct Store<T> {
+    objects: HashMap<Str, T>,
+    relists: HashMap<Option<String>, HashMap<Str, T>>,
+    synced_scopes: HashSet<Option<String>>,
+    /// How many scopes (watch streams) feed this store.
+    scopes: usize,
+}
+
+impl<T> Default for Store<T> {
+    fn default() -> Self {
+        Self { objects: HashMap::new(), relists: HashMap::new(), synced_scopes: HashSet::new(), scopes: 1 }
+    }
+}
+
+impl<T> Store<T> {
+    fn synced(&self) -> bool {
+        self.synced_scopes.len() >= self.scopes
+    }
+}
+
+/// When a (DaemonSet, node) pair became misscheduled, as the index saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Since {
+    at: Timestamp,
+    /// The index saw the transition happen live (all caches synced, not replaying a relist),
+    /// so `at` is the real moment rather than an upper bound.
+    observed: bool,
+}
+
+#[derive(Debug, Default)]
+struct DaemonSetState {
+    /// Nodes where `shouldRun` is false, and why.
+    skips: HashMap<Str, Skip>,
+    /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
+    skip_counts: HashMap<(&'static str, Str), u32>,
+    /// Claimed pods by target node.
+    claimed: HashMap<Str, Vec<Str>>,
+    /// Nodes that exist, are skipped, and have a claimed pod.
+    misscheduled: BTreeMap<Str, Since>,
+}
+
+impl DaemonSetState {
+    fn set_skip(&mut self, node: &Str, skip: Option<Skip>) -> bool {
+        let old = match skip.clone() {
+            Some(s) => self.skips.insert(node.clone(), s),
+            None => self.skips.remove(node),
+        };
+        if old == skip {
+            return false;
+        }
+        if let Some(old) = old {
+            let key = (old.reason(), Str::from(old.key()));
+            if let Some(count) = self.skip_counts.get_mut(&key) {
+                *count -= 1;
+                if *count == 0 {
+                    self.skip_counts.remove(&key);
+                }
+            }
+        }
+        if let Some(new) = skip {
+            *self.skip_counts.entry((new.reason(), Str::from(new.key()))).or_default() += 1;
+        }
+        true
+    }
+
+    fn refresh(&mut self, node: &Str, node_exists: bool, since: Since) {
+        let misscheduled = node_exists
+            && self.skips.contains_key(node)
+            && self.claimed.get(node).is_some_and(|pods| !pods.is_empty());
+        if misscheduled {
+            self.misscheduled.entry(node.clone()).or_insert(since);
+        } else {
+            self.misscheduled.remove(node);
+        }
+    }
+}
+
+/// Tunables of classification.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub drain_taints: DrainTaints,
+    /// How many namespaces namespaced resources are watched in (0 means all, one stream).
+    pub namespace_scopes: usize,
+}
+
+#[derive(Debug, Default)]
+pub struct Index {
+    config: Config,
+    interner: Interner,
+    now: Timestamp,
+    replaying: bool,
+    nodes: Store<Node>,
+    daemonsets: Store<DaemonSet>,
+    revisions: Store<Revision>,
+    pods: Store<Pod>,
+    state: HashMap<Str, DaemonSetState>,
+    /// Pods by the DaemonSet UID of their controller ownerReference, claimed or not.
+    owned_pods: HashMap<Str, HashSet<Str>>,
+    /// (owner UID, controller-revision-hash) → revision UID.
+    revision_by_hash: HashMap<(Str, Str), Str>,
+}
+
+/// A watched k8s-openapi type the index can take.
+pub trait Indexed: Sized {
+    type Compact;
+    const RESOURCE: Resource;
+    fn convert(&self, interner: &mut Interner) -> Result<Self::Compact, ConvertError>;
+    fn key_of(obj: &Self::Compact) -> &Str;
+    /// `None` for cluster-scoped objects.
+    fn namespace_of(obj: &Self::Compact) -> Option<&Str>;
+    fn store(index: &mut Index) -> &mut Store<Self::Compact>;
+    fn upsert(index: &mut Index, obj: Self::Compact);
+    fn remove(index: &mut Index, key: &str);
+}
+
+impl Index {
+    pub fn new(config: Config) -> Self {
+        let scopes = config.namespace_scopes.max(1);
+        let mut index = Self { config, ..Self::default() };
+        index.daemonsets.scopes = scopes;
+        index.revisions.scopes = scopes;
+        index.pods.scopes = scopes;
+        index
+    }
+
+    /// Sets the clock used to stamp transitions. The caller owns time, so tests can too.
+    pub fn set_now(&mut self, now: Timestamp) {
+        self.now = now;
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Apply one event of a cluster-wide watch. See [`Index::apply_scoped`].
+    pub fn apply<K: Indexed>(&mut self, event: Event<K>) -> Result<(), ConvertError> {
+        self.apply_scoped(None, event)
+    }
+
+    /// Apply one watch event from the stream for `scope`. A malformed object is
+    /// rejected with an error that names it; the cache is left as it was.
+    pub fn apply_scoped<K: Indexed>(&mut self, scope: Scope<'_>, event: Event<K>) -> Result<(), ConvertError> {
+        match event {
+            Event::Apply(obj) => {
+                let compact = obj.convert(&mut self.interner)?;
+                K::upsert(self, compact);
+            }
+            Event::Delete(obj) => {
+                // Only the key is needed, but converting validates it the same way as for Apply.
+                let compact = obj.convert(&mut self.interner)?;
+                let key = K::key_of(&compact).clone();
+                K::remove(self, &key);
+            }
+            Event::Init => {
+                K::store(self).relists.insert(scope.map(str::to_owned), HashMap::new());
+            }
+            Event::InitApply(obj) => {
+                let compact = obj.convert(&mut self.interner)?;
+                let key = K::key_of(&compact).clone();
+                K::store(self).relists.entry(scope.map(str::to_owned)).or_default().insert(key, compact);
+            }
+            Event::InitDone => {
+                let store = K::store(self);
+                let fresh = store.relists.remove(&scope.map(str::to_owned)).unwrap_or_default();
+                let in_scope = |obj: &K::Compact| scope.is_none_or(|ns| K::namespace_of(obj).is_some_and(|n| **n == *ns));
+                let gone: Vec<Str> = store
+                    .objects
+                    .iter()
+                    .filter(|(k, obj)| in_scope(obj) && !fresh.contains_key(*k))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                self.replaying = true;
+                for key in gone {
+                    K::remove(self, &key);
+                }
+                for (_, obj) in fresh {
+                    K::upsert(self, obj);
+                }
+                self.replaying = false;
+                K::store(self).synced_scopes.insert(scope.map(str::to_owned));
+                self.interner.collect_garbage();
+            }
+        }
+        Ok(())
+    }
+
+    /// Every resource has completed its first list.
+    pub fn synced(&self) -> bool {
+        Resource::ALL.iter().all(|&r| self.is_synced(r))
+    }
+
+    pub fn is_synced(&self, resource: Resource) -> bool {
+        match resource {
+            Resource::Nodes => self.nodes.synced(),
+            Resource::DaemonSets => self.daemonsets.synced(),
+            Resource::ControllerRevisions => self.revisions.synced(),
+            Resource::Pods => self.pods.synced(),
+        }
+    }
+
+    pub fn len(&self, resource: Resource) -> usize {
+        match resource {
+            Resource::Nodes => self.nodes.objects.len(),
+            Resource::DaemonSets => self.daemonsets.objects.len(),
+            Resource::ControllerRevisions => self.revisions.objects.len(),
+            Resource::Pods => self.pods.objects.len(),
+        }
+    }
+
+    fn since(&self) -> Since {
+        Since { at: self.now, observed: self.synced() && !self.replaying }
+    }
+
+    // --- nodes ---------------------------------------------------------------
+
+    fn upsert_node(&mut self, node: Node) {
+        if self.nodes.objects.get(&node.name) == Some(&node) {
+            return;
+        }
+        let since = self.since();
+        for (uid, ds) in &self.daemonsets.objects {
+            let state = self.state.entry(uid.clone()).or_default();
+            state.set_skip(&node.name, should_run(&node, &ds.template));
+            state.refresh(&node.name, true, since);
+        }
+        self.nodes.objects.insert(node.name.clone(), node);
+    }
+
+    fn remove_node(&mut self, name: &str) {
+        let Some(node) = self.nodes.objects.remove(name) else { return };
+        let since = self.since();
+        for state in self.state.values_mut() {
+            state.set_skip(&node.name, None);
+            state.refresh(&node.name, false, since);
+        }
+    }
+
+    // --- daemonsets ----------------------------------------------------------
+
+    fn upsert_daemonset(&mut self, ds: DaemonSet) {
+        let old = self.daemonsets.objects.get(&ds.uid);
+        let selector_changed = old.is_none_or(|o| o.selector != ds.selector);
+        let template_changed = old.is_none_or(|o| o.template != ds.template);
+        let since = self.since();
+        let state = self.state.entry(ds.uid.clone()).or_default();
+        if template_changed {
+            for node in self.nodes.objects.values() {
+                state.set_skip(&node.name, should_run(node, &ds.template));
+            }
+        }
+        if selector_changed {
+            state.claimed.clear();
+            for pod_uid in self.owned_pods.get(&ds.uid).into_iter().flatten() {
+                if let Some(pod) = self.pods.objects.get(pod_uid)
+                    && let Some(node) = claimed_node(&ds, pod)
+                {
+                    state.claimed.entry(node.clone()).or_default().push(pod.uid.clone());
+                }
+            }
+        }
+        if template_changed || selector_changed {
+            let nodes = &self.nodes.objects;
+            let candidates: HashSet<Str> = state.claimed.keys().chain(state.misscheduled.keys()).cloned().collect();
+            for node in candidates {
+                state.refresh(&node, nodes.contains_key(&node), since);
+            }
+        }
+        self.daemonsets.objects.insert(ds.uid.clone(), ds);
+    }
+
+    fn remove_daemonset(&mut self, uid: &str) {
+        self.daemonsets.objects.remove(uid);
+        self.state.remove(uid);
+    }
+
+    // --- pods ----------------------------------------------------------------
+
+    fn upsert_pod(&mut self, pod: Pod) {
+        let old = self.pods.objects.remove(&pod.uid);
+        if old.as_ref() == Some(&pod) {
+            self.pods.objects.insert(pod.uid.clone(), pod);
+            return;
+        }
+        // Unclaim and claim before refreshing, so that an update that keeps the
+        // pod where it was does not reset when its node became misscheduled.
+        let touched = [old.as_ref().and_then(|o| self.unclaim(o)), self.claim(&pod)];
+        self.refresh_touched(touched.into_iter().flatten());
+        self.pods.objects.insert(pod.uid.clone(), pod);
+    }
+
+    fn remove_pod(&mut self, uid: &str) {
+        let Some(pod) = self.pods.objects.remove(uid) else { return };
+        let touched = self.unclaim(&pod);
+        self.refresh_touched(touched);
+    }
+
+    /// Records ownership and the claim; returns the (DaemonSet, node) whose claim set grew.
+    fn claim(&mut self, pod: &Pod) -> Option<(Str, Str)> {
+        let owner = pod.controller_uid.as_ref()?;
+        self.owned_pods.entry(owner.clone()).or_default().insert(pod.uid.clone());
+        let node = claimed_node(self.daemonsets.objects.get(owner)?, pod)?;
+        let state = self.state.entry(owner.clone()).or_default();
+        state.claimed.entry(node.clone()).or_default().push(pod.uid.clone());
+        Some((owner.clone(), node.clone()))
+    }
+
+    /// Undoes `claim`; returns the (DaemonSet, node) whose claim set shrank.
+    fn unclaim(&mut self, pod: &Pod) -> Option<(Str, Str)> {
+        let owner = pod.controller_uid.as_ref()?;
+        if let Some(owned) = self.owned_pods.get_mut(owner) {
+            owned.remove(&pod.uid);
+            if owned.is_empty() {
+                self.owned_pods.remove(owner);
+            }
+        }
+        let node = pod.target_node.as_ref()?;
+        let pods = self.state.get_mut(owner)?.claimed.get_mut(node)?;
+        pods.retain(|uid| *uid != pod.uid);
+        if pods.is_empty() {
+            self.state.get_mut(owner)?.claimed.remove(node);
+        }
+        Some((owner.clone(), node.clone()))
+    }
+
+    fn refresh_touched(&mut self, touched: impl IntoIterator<Item = (Str, Str)>) {
+        let since = self.since();
+        for (owner, node) in touched {
+            if let Some(state) = self.state.get_mut(&owner) {
+                state.refresh(&node, self.nodes.objects.contains_key(&node), since);
+            }
+        }
+    }
+
+    // --- revisions -----------------------------------------------------------
+
+    fn upsert_revision(&mut self, rev: Revision) {
+        self.remove_revision(&rev.uid.clone());
+        if let (Some(owner), Some(hash)) = (&rev.owner_uid, &rev.hash) {
+            self.revision_by_hash.insert((owner.clone(), hash.clone()), rev.uid.clone());
+        }
+        self.revisions.objects.insert(rev.uid.clone(), rev);
+    }
+
+    fn remove_revision(&mut self, uid: &str) {
+        let Some(rev) = self.revisions.objects.remove(uid) else { return };
+        if let (Some(owner), Some(hash)) = (rev.owner_uid, rev.hash) {
+            let key = (owner, hash);
+            if self.revision_by_hash.get(&key).is_some_and(|u| **u == *uid) {
+                self.revision_by_hash.remove(&key);
+            }
+        }
+    }
+
+    // --- reading -------------------------------------------------------------
+
+    /// DaemonSets sorted by namespace and name.
+    pub fn daemonsets(&self) -> Vec<DaemonSetView<'_>> {
+        let mut views: Vec<_> = self
+            .daemonsets
+            .objects
+            .values()
+            .filter_map(|ds| Some(DaemonSetView { index: self, ds, state: self.state.get(&ds.uid)? }))
+            .collect();
+        views.sort_by(|a, b| a.ds.id.cmp(&b.ds.id));
+        views
+    }
+
+    fn revision_of(&self, ds: &DaemonSet, pod: &Pod) -> Option<&Revision> {
+        let key = (ds.uid.clone(), pod.revision_hash.clone()?);
+        self.revisions.objects.get(self.revision_by_hash.get(&key)?)
+    }
+}
+
+/// Claiming: the pod's controller is this DaemonSet, the selector still matches,
+/// and the pod names a target node.
+fn claimed_node<'p>(ds: &DaemonSet, pod: &'p Pod) -> Option<&'p Str> {
+    if pod.controller_uid.as_ref() != Some(&ds.uid) || !selector_matches(&ds.selector, &pod.labels) {
+        return None;
+    }
+    pod.target_node.as_ref()
+}
+
+/// One DaemonSet's results.
+#[derive(Clone, Copy)]
+pub struct DaemonSetView<'a> {
+    index: &'a Index,
+    pub ds: &'a DaemonSet,
+    state: &'a DaemonSetState,
+}
+
+/// A misscheduled pod and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MisscheduledPod<'a> {
+    pub pod: &'a Pod,
+    pub node: &'a Str,
+    pub classification: Classification,
+    /// When the pod became misscheduled (unix seconds).
+    pub since: Timestamp,
+    /// The first pod on its node: its reason is the node's reason.
+    pub counts_node: bool,
+}
+
+impl<'a> DaemonSetView<'a> {
+    /// `desiredNumberScheduled`: nodes where `shouldRun` is true.
+    pub fn eligible_nodes(&self) -> usize {
+        self.index.nodes.objects.len().saturating_sub(self.state.skips.len())
+    }
+
+    /// Skipped nodes by (reason, key), sorted.
+    pub fn ineligible_nodes(&self) -> Vec<(&'static str, &'a Str, u32)> {
+        let mut rows: Vec<_> = self.state.skip_counts.iter().map(|((r, k), n)| (*r, k, *n)).collect();
+        rows.sort();
+        rows
+    }
+
+    pub fn misscheduled_node_count(&self) -> usize {
+        self.state.misscheduled.len()
+    }
+
+    /// Misscheduled nodes by reason, indexed by `Reason::index`; sums to the node count.
+    pub fn misscheduled_nodes_by_reason(&self) -> [u32; Reason::ALL.len()] {
+        let mut counts = [0; Reason::ALL.len()];
+        for pod in self.misscheduled_pods().iter().filter(|p| p.counts_node) {
+            counts[pod.classification.reason.index()] += 1;
+        }
+        counts
+    }
+
+    /// Every claimed pod on a misscheduled node, by node; on each node the oldest
+    /// pod (the one the controller looks at first) comes first and decides the node's reason.
+    pub fn misscheduled_pods(&self) -> Vec<MisscheduledPod<'a>> {
+        let index = self.index;
+        let mut out = Vec::new();
+        for (node_name, since) in &self.state.misscheduled {
+            let (Some(node), Some(skip), Some(pod_uids)) = (
+                index.nodes.objects.get(node_name),
+                self.state.skips.get(node_name),
+                self.state.claimed.get(node_name),
+            ) else {
+                continue;
+            };
+            let mut pods: Vec<&Pod> = pod_uids.iter().filter_map(|uid| index.pods.objects.get(uid)).collect();
+            pods.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+            for (i, pod) in pods.into_iter().enumerate() {
+                let origin = index.revision_of(self.ds, pod).map(|r| &*r.placement);
+                let classification =
+                    classify(skip, node, &self.ds.template, pod, origin, &index.config.drain_taints);
+                let at = if since.observed {
+                    since.at
+                } else {
+                    classification.evidence_since.map_or(since.at, |e| e.min(since.at))
+                };
+                out.push(MisscheduledPod { pod, node: &node.name, classification, since: at, counts_node: i == 0 });
+            }
+        }
+        out
+    }
+}
+
+// --- the four resources --------------------------------------------------------
+
+macro_rules! indexed {
+    ($k8s:ty => $compact:ty, $resource:ident, $store:ident, $convert:path, $key:ident, |$obj:ident| $namespace:expr, $upsert:ident, $remove:ident) => {
+        impl Indexed for $k8s {
+            type Compact = $compact;
+            const RESOURCE: Resource = Resource::$resource;
+            fn convert(&self, interner: &mut Interner) -> Result<$compact, ConvertError> {
+                $convert(self, interner)
+            }
+            fn key_of(obj: &$compact) -> &Str {
+                &obj.$key
+            }
+            fn namespace_of($obj: &$compact) -> Option<&Str> {
+                $namespace
+            }
+            fn store(index: &mut Index) -> &mut Store<$compact> {
+                &mut index.$store
+            }
+            fn upsert(index: &mut Index, obj: $compact) {
+                index.$upsert(obj)
+            }
+            fn remove(index: &mut Index, key: &str) {
+                index.$remove(key)
+            }
+        }
+    };
+}
+
+indexed!(K8sNode => Node, Nodes, nodes, convert::node, name, |_node| None, upsert_node, remove_node);
+indexed!(K8sDaemonSet => DaemonSet, DaemonSets, daemonsets, convert::daemonset, uid, |d| Some(&d.id.namespace), upsert_daemonset, remove_daemonset);
+indexed!(ControllerRevision => Revision, ControllerRevisions, revisions, convert::revision, uid, |r| Some(&r.id.namespace), upsert_revision, remove_revision);
+indexed!(K8sPod => Pod, Pods, pods, convert::pod, uid, |p| Some(&p.id.namespace), upsert_pod, remove_pod);

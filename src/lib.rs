@@ -1,0 +1,11 @@
+//! misschedule-exporter: explains why DaemonSet pods are misscheduled.
+//!
+//! The pure core (`model`, `eligibility`, `reason`, `index`) holds no I/O and
+//! is what the unit tests drive; `watch`, `snapshot` and `server` are the edges.
+
+pub mod convert;
+pub mod eligibility;
+pub mod index;
+pub mod interner;
+pub mod model;
+pub mod reason;

@@ -1,0 +1,203 @@
+//! Compact, plain-data views of the Kubernetes objects the classifier reads.
+//!
+//! Nothing here knows about k8s-openapi; `convert` builds these from API
+//! objects. Strings that repeat across many objects (label keys and values,
+//! node names, namespaces) are shared `Arc<str>`s from the index's interner.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub type Str = Arc<str>;
+
+/// Unix time in seconds.
+pub type Timestamp = i64;
+
+/// A sorted, shared set of labels. Daemon pods of one revision share one.
+pub type Labels = Arc<BTreeMap<Str, Str>>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+    /// An effect this version does not know; it never blocks scheduling.
+    Other,
+}
+
+impl TaintEffect {
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "NoSchedule" => Self::NoSchedule,
+            "PreferNoSchedule" => Self::PreferNoSchedule,
+            "NoExecute" => Self::NoExecute,
+            _ => Self::Other,
+        }
+    }
+
+    /// Only these effects keep the DaemonSet controller from running a pod.
+    pub fn blocks_daemon_pods(self) -> bool {
+        matches!(self, Self::NoSchedule | Self::NoExecute)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Taint {
+    pub key: Str,
+    pub value: Str,
+    pub effect: TaintEffect,
+    pub time_added: Option<Timestamp>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TolerationOperator {
+    Exists,
+    /// `Equal`, or the empty operator which means `Equal`.
+    Equal,
+    /// Anything else (e.g. the 1.35 alpha `Gt`/`Lt`): tolerates nothing.
+    Unsupported,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Toleration {
+    /// Empty means "every key" (valid only with `Exists`).
+    pub key: Str,
+    pub operator: TolerationOperator,
+    pub value: Str,
+    /// `None` means "every effect".
+    pub effect: Option<TaintEffect>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SelectorOperator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    Gt,
+    Lt,
+    /// An operator the API server would reject; the requirement never matches.
+    Invalid,
+}
+
+impl SelectorOperator {
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "In" => Self::In,
+            "NotIn" => Self::NotIn,
+            "Exists" => Self::Exists,
+            "DoesNotExist" => Self::DoesNotExist,
+            "Gt" => Self::Gt,
+            "Lt" => Self::Lt,
+            _ => Self::Invalid,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Requirement {
+    pub key: Str,
+    pub operator: SelectorOperator,
+    pub values: Vec<Str>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NodeSelectorTerm {
+    pub match_expressions: Vec<Requirement>,
+    pub match_fields: Vec<Requirement>,
+}
+
+/// The part of a pod template that decides where a daemon pod may run.
+/// One is shared by every pod of a DaemonSet revision.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Placement {
+    pub node_name: Option<Str>,
+    /// Sorted by key, as the map it came from.
+    pub node_selector: Vec<(Str, Str)>,
+    /// `None` when there is no required node affinity at all; `Some(vec![])`
+    /// when it is present with no terms, which matches no node.
+    pub required_terms: Option<Vec<NodeSelectorTerm>>,
+    pub tolerations: Vec<Toleration>,
+    pub host_network: bool,
+}
+
+/// A DaemonSet's `spec.selector`, compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LabelSelector {
+    /// A missing or unparsable selector selects nothing.
+    Nothing,
+    Requirements(Vec<Requirement>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub name: Str,
+    pub labels: Labels,
+    pub taints: Vec<Taint>,
+    /// Label keys NFD says it owns (`nfd.node.kubernetes.io/feature-labels`), fully qualified.
+    pub nfd_label_keys: Vec<Str>,
+    /// Taint keys NFD says it owns (`nfd.node.kubernetes.io/taints`).
+    pub nfd_taint_keys: Vec<Str>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectRef {
+    pub namespace: Str,
+    pub name: Str,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DaemonSet {
+    pub uid: Str,
+    pub id: ObjectRef,
+    pub selector: LabelSelector,
+    pub template: Arc<Placement>,
+    /// What the controller last wrote, if it wrote anything.
+    pub status: Option<DaemonSetStatus>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DaemonSetStatus {
+    pub number_misscheduled: i64,
+    pub desired_number_scheduled: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pod {
+    pub uid: Str,
+    pub id: ObjectRef,
+    /// UID of the DaemonSet named by the pod's controller ownerReference.
+    pub controller_uid: Option<Str>,
+    pub labels: Labels,
+    /// `spec.nodeName`, else the controller's `matchFields metadata.name` term.
+    pub target_node: Option<Str>,
+    /// `controller-revision-hash`: which ControllerRevision the pod came from.
+    pub revision_hash: Option<Str>,
+    /// The pod's own nodeSelector and tolerations (its affinity is the controller's
+    /// `matchFields` rewrite, so `required_terms` here is always `None`).
+    pub own_placement: Arc<Placement>,
+    pub created: Option<Timestamp>,
+    pub deletion: Option<Deletion>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deletion {
+    pub timestamp: Timestamp,
+    pub grace_period_seconds: i64,
+}
+
+impl Deletion {
+    /// When the delete was requested: the deletionTimestamp is that moment plus the grace period.
+    pub fn requested_at(self) -> Timestamp {
+        self.timestamp - self.grace_period_seconds.max(0)
+    }
+}
+
+/// A DaemonSet ControllerRevision: the template a pod was created from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Revision {
+    pub uid: Str,
+    pub id: ObjectRef,
+    pub owner_uid: Option<Str>,
+    pub hash: Option<Str>,
+    pub placement: Arc<Placement>,
+}
