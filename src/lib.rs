@@ -9,3 +9,8 @@ pub mod index;
 pub mod interner;
 pub mod model;
 pub mod reason;
+pub mod metrics;
+pub mod snapshot;
+pub mod explain;
+pub mod server;
+pub mod watch;

@@ -1,1 +1,277 @@
-fn main(){}
+//! misschedule-exporter: serve, or `explain`, why DaemonSet pods are misscheduled.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use clap::{Parser, Subcommand, ValueEnum};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use misschedule_exporter::explain::{self, render_table};
+use misschedule_exporter::index::{self, Index};
+use misschedule_exporter::metrics::{self, Shared};
+use misschedule_exporter::reason::DrainTaints;
+use misschedule_exporter::snapshot::Snapshot;
+use misschedule_exporter::{server, watch};
+use tokio::net::TcpListener;
+
+/// Tells Kubernetes operators why DaemonSet pods are misscheduled: each pod that
+/// counts toward status.numberMisscheduled, with its node, a reason and the label
+/// or taint key behind it, as Prometheus metrics or a table.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    /// Address to serve /metrics, /healthz and /readyz on.
+    #[arg(long, env = "MISSCHEDULE_LISTEN", default_value = "0.0.0.0:18493")]
+    listen: SocketAddr,
+
+    #[command(flatten)]
+    source: Source,
+
+    /// Log format on stderr (the level comes from RUST_LOG, default info).
+    #[arg(long, env = "MISSCHEDULE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// Where the cluster state comes from: a live cluster, or snapshot files.
+#[derive(Debug, clap::Args)]
+struct Source {
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
+    #[arg(long, env = "MISSCHEDULE_KUBECONFIG", global = true)]
+    kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context to use instead of the current one.
+    #[arg(long, env = "MISSCHEDULE_CONTEXT", global = true)]
+    context: Option<String>,
+
+    /// Read the cluster from files instead of watching it: the output of
+    /// `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json` (or -o yaml).
+    /// Repeat, or separate with commas in the env var.
+    #[arg(long, env = "MISSCHEDULE_SNAPSHOT", value_delimiter = ',', global = true)]
+    snapshot: Vec<PathBuf>,
+
+    /// Only DaemonSets in this namespace (repeatable; default: all). Nodes are always watched.
+    #[arg(short = 'n', long, env = "MISSCHEDULE_NAMESPACE", value_delimiter = ',', global = true)]
+    namespace: Vec<String>,
+
+    /// More taint keys that mean "node is being drained" (reason autoscaler_drain),
+    /// added to the built-in list. A trailing * matches a prefix.
+    #[arg(long, env = "MISSCHEDULE_DRAIN_TAINT_KEYS", value_delimiter = ',', global = true)]
+    drain_taint_keys: Vec<String>,
+
+    /// Server-side label selector for the pod watch. The DaemonSet controller puts
+    /// this label on every pod it creates, so non-daemon pods are never fetched.
+    #[arg(long, env = "MISSCHEDULE_POD_SELECTOR", default_value = "pod-template-generation", global = true)]
+    pod_selector: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List misscheduled pods with node, reason, key, age and a suggested fix,
+    /// then the reasons DaemonSets skip nodes. Works live or on --snapshot.
+    Explain {
+        /// Only this DaemonSet.
+        #[arg(long)]
+        daemonset: Option<String>,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
+/// Exit codes (docs/operations.md). clap uses 2 for usage errors.
+#[derive(Clone, Copy, Debug)]
+enum Failure {
+    Runtime = 1,
+    Config = 3,
+    Unreachable = 4,
+    Snapshot = 5,
+    Listen = 6,
+}
+
+type Outcome = Result<(), (Failure, anyhow::Error)>;
+
+trait Classify<T> {
+    fn or_exit(self, failure: Failure) -> Result<T, (Failure, anyhow::Error)>;
+}
+
+impl<T, E: Into<anyhow::Error>> Classify<T> for Result<T, E> {
+    fn or_exit(self, failure: Failure) -> Result<T, (Failure, anyhow::Error)> {
+        self.map_err(|e| (failure, e.into()))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(Failure::Runtime as u8);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((failure, error)) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(failure as u8)
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+async fn run(cli: Cli) -> Outcome {
+    let source = &cli.source;
+    let mut index = Index::new(index::Config {
+        drain_taints: DrainTaints::with_extra(source.drain_taint_keys.iter().cloned()),
+        namespace_scopes: source.namespace.len(),
+    });
+    index.set_now(watch::unix_now());
+
+    let live = source.snapshot.is_empty();
+    let mut watches = None;
+    let shared = if live {
+        let client = connect(source).await?;
+        let shared = Arc::new(Shared::new(index));
+        let config = watch::WatchConfig { namespaces: source.namespace.clone(), pod_selector: source.pod_selector.clone() };
+        watches = Some(watch::spawn_all(client, &config, shared.clone()));
+        shared
+    } else {
+        Snapshot::read_files(&source.snapshot)
+            .and_then(|snapshot| snapshot.load_into(&mut index, &source.namespace))
+            .or_exit(Failure::Snapshot)?;
+        warn_on_status_disagreement(&index);
+        Arc::new(Shared::new(index))
+    };
+
+    match cli.command {
+        Some(Command::Explain { daemonset, output }) => {
+            if live {
+                wait_until_synced(&shared).await?;
+            }
+            let index = shared.read();
+            let explanation = explain::explain(&index, &source.namespace, daemonset.as_deref(), watch::unix_now());
+            let text = match output {
+                Output::Table => render_table(&explanation),
+                Output::Json => serde_json::to_string_pretty(&explanation.pods).or_exit(Failure::Runtime)? + "\n",
+            };
+            print!("{text}");
+            Ok(())
+        }
+        None => {
+            let listener = TcpListener::bind(cli.listen)
+                .await
+                .with_context(|| format!("cannot listen on {}", cli.listen))
+                .or_exit(Failure::Listen)?;
+            tracing::info!(listen = %cli.listen, mode = if live { "live" } else { "snapshot" }, "serving /metrics, /healthz, /readyz");
+            let registry = Arc::new(metrics::registry(shared.clone()));
+            server::serve(listener, shared, registry, shutdown_signal()).await.or_exit(Failure::Runtime)?;
+            drop(watches);
+            tracing::info!("shut down");
+            Ok(())
+        }
+    }
+}
+
+async fn connect(source: &Source) -> Result<kube::Client, (Failure, anyhow::Error)> {
+    let options = KubeConfigOptions { context: source.context.clone(), ..Default::default() };
+    let config = match (&source.kubeconfig, &source.context) {
+        (Some(path), _) => {
+            let kubeconfig = Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))
+                .or_exit(Failure::Config)?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options).await.map_err(anyhow::Error::from)
+        }
+        (None, Some(_)) => kube::Config::from_kubeconfig(&options).await.map_err(anyhow::Error::from),
+        (None, None) => kube::Config::infer().await.map_err(anyhow::Error::from),
+    }
+    .context("cannot load a Kubernetes client configuration")
+    .or_exit(Failure::Config)?;
+    let server = config.cluster_url.clone();
+    let client = kube::Client::try_from(config).context("cannot build a Kubernetes client").or_exit(Failure::Config)?;
+    match tokio::time::timeout(Duration::from_secs(15), client.apiserver_version()).await {
+        Ok(Ok(version)) => {
+            tracing::info!(%server, version = %version.git_version, "connected to the API server");
+            Ok(client)
+        }
+        Ok(Err(e)) => Err((Failure::Unreachable, anyhow!(e).context(format!("cannot reach the API server at {server}")))),
+        Err(_) => Err((Failure::Unreachable, anyhow!("the API server at {server} did not answer within 15s"))),
+    }
+}
+
+async fn wait_until_synced(shared: &Shared) -> Outcome {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while !shared.read().synced() {
+        if tokio::time::Instant::now() > deadline {
+            let waiting: Vec<_> = shared.not_ready().iter().map(|r| r.as_str()).collect();
+            return Err((Failure::Unreachable, anyhow!("caches did not sync within 120s: {}", waiting.join(", "))));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// A snapshot's DaemonSet status is the controller's truth: say so when we disagree.
+fn warn_on_status_disagreement(index: &Index) {
+    for view in index.daemonsets() {
+        let Some(status) = view.ds.status else { continue };
+        let ours = view.misscheduled_node_count() as i64;
+        if status.number_misscheduled != ours {
+            tracing::warn!(
+                daemonset = %format!("{}/{}", view.ds.id.namespace, view.ds.id.name),
+                status_number_misscheduled = status.number_misscheduled,
+                exporter = ours,
+                "misscheduled count disagrees with the DaemonSet status (a stale status after a node deletion explains a higher status count)"
+            );
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => tracing::info!("SIGINT received, shutting down"),
+        () = terminate => tracing::info!("SIGTERM received, shutting down"),
+    }
+}

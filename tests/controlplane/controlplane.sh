@@ -80,7 +80,120 @@ build() {
   log "cached binaries in $BIN_DIR"
 }
 
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
+  local deadline=$((SECONDS + $1)) what=$2; shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.2
+  done
+  log "$what is up"
+}
+
+write_kubeconfig() { # write_kubeconfig FILE SERVER CA TOKEN
+  cat >"$1" <<EOK
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "$2", certificate-authority: "$3"}
+users:
+- name: user
+  user: {token: "$4"}
+contexts:
+- name: local
+  context: {cluster: local, user: user}
+current-context: local
+EOK
+}
+
+up() {
+  local dir=$1
+  build
+  mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
+  : >"$dir/pids"
+  local etcd_port peer_port api_port
+  etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
+
+  # A CA, and a server certificate it signs: rustls rejects a self-signed CA used as a server cert.
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=misschedule-test-ca \
+    -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj /CN=kube-apiserver -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$dir/server.ext"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
+    -extfile "$dir/server.ext" -out "$dir/server.crt" 2>/dev/null
+  openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+
+  local admin_token exporter_token
+  admin_token=$(openssl rand -hex 16); exporter_token=$(openssl rand -hex 16)
+  printf '%s,admin,admin,"system:masters"\n%s,misschedule-exporter,misschedule-exporter\n' \
+    "$admin_token" "$exporter_token" >"$dir/tokens.csv"
+
+  etcd --name test --data-dir "$dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "test=http://127.0.0.1:$peer_port" >"$dir/etcd.log" 2>&1 &
+  echo $! >>"$dir/pids"
+  wait_for 30 etcd curl -sf "http://127.0.0.1:$etcd_port/health" || die "etcd did not start (log: $dir/etcd.log)"
+
+  # TaintNodesByCondition would leave every new node not-ready-tainted: there is no kubelet here.
+  "$BIN_DIR/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" --insecure-port 0 \
+    --tls-cert-file "$dir/server.crt" --tls-private-key-file "$dir/server.key" --client-ca-file "$dir/ca.crt" \
+    --token-auth-file "$dir/tokens.csv" --authorization-mode RBAC \
+    --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
+    --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/24 \
+    --allow-privileged >"$dir/apiserver.log" 2>&1 &
+  echo $! >>"$dir/pids"
+  local server="https://127.0.0.1:$api_port"
+  wait_for 90 kube-apiserver curl -sf --cacert "$dir/ca.crt" -H "Authorization: Bearer $admin_token" "$server/readyz" \
+    || die "kube-apiserver did not become ready (log: $dir/apiserver.log)"
+
+  write_kubeconfig "$dir/admin.kubeconfig" "$server" "$dir/ca.crt" "$admin_token"
+  write_kubeconfig "$dir/exporter.kubeconfig" "$server" "$dir/ca.crt" "$exporter_token"
+
+  # At the default 20 QPS the controller creates pods too slowly for larger scenes.
+  "$BIN_DIR/kube-controller-manager" --kubeconfig "$dir/admin.kubeconfig" \
+    --controllers daemonset,garbagecollector --leader-elect=false \
+    --kube-api-qps 1000 --kube-api-burst 2000 --port 0 --secure-port 0 >"$dir/controller-manager.log" 2>&1 &
+  echo $! >>"$dir/pids"
+
+  cat >"$dir/env" <<EOE
+KUBE_SERVER=$server
+KUBE_CA=$dir/ca.crt
+ADMIN_TOKEN=$admin_token
+EXPORTER_TOKEN=$exporter_token
+ADMIN_KUBECONFIG=$dir/admin.kubeconfig
+EXPORTER_KUBECONFIG=$dir/exporter.kubeconfig
+ETCD_ENDPOINT=http://127.0.0.1:$etcd_port
+APISERVER_LOG=$dir/apiserver.log
+CONTROLLER_MANAGER_LOG=$dir/controller-manager.log
+EOE
+  log "control plane up: $server (env in $dir/env)"
+}
+
+down() {
+  local dir=$1
+  [ -f "$dir/pids" ] || return 0
+  # Reverse order: controller-manager, apiserver, etcd.
+  tac "$dir/pids" | while read -r pid; do kill "$pid" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    local alive=0
+    while read -r pid; do kill -0 "$pid" 2>/dev/null && alive=1; done <"$dir/pids"
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done <"$dir/pids"
+  rm -f "$dir/pids"
+}
+
 case "${1:-}" in
   build) build ;;
+  up) [ -n "${2:-}" ] || die "usage: $0 up DIR"; up "$2" ;;
+  down) [ -n "${2:-}" ] || die "usage: $0 down DIR"; down "$2" ;;
   *) echo "usage: $0 build | up DIR | down DIR" >&2; exit 2 ;;
 esac

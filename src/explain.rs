@@ -1,0 +1,175 @@
+//! `misschedule-exporter explain`: the same classification, for a person.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::index::Index;
+use crate::model::Timestamp;
+use crate::reason::Reason;
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct PodRow {
+    pub namespace: String,
+    pub daemonset: String,
+    pub pod: String,
+    pub node: String,
+    pub reason: &'static str,
+    pub key: String,
+    /// RFC 3339.
+    pub since: String,
+    pub age_seconds: i64,
+    pub fix: String,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct IneligibleRow {
+    pub namespace: String,
+    pub daemonset: String,
+    pub reason: &'static str,
+    pub key: String,
+    pub nodes: u32,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Explanation {
+    pub pods: Vec<PodRow>,
+    pub ineligible: Vec<IneligibleRow>,
+}
+
+/// Rows for the DaemonSets that match the filters (namespace and name; empty means all).
+pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, now: Timestamp) -> Explanation {
+    let mut out = Explanation::default();
+    let wanted = |ns: &str, name: &str| {
+        (namespaces.is_empty() || namespaces.iter().any(|n| n == ns)) && daemonset.is_none_or(|d| d == name)
+    };
+    for view in index.daemonsets() {
+        let id = &view.ds.id;
+        if !wanted(&id.namespace, &id.name) {
+            continue;
+        }
+        for p in view.misscheduled_pods() {
+            let reason = p.classification.reason;
+            let key = p.classification.key.to_string();
+            out.pods.push(PodRow {
+                namespace: id.namespace.to_string(),
+                daemonset: id.name.to_string(),
+                pod: p.pod.id.name.to_string(),
+                node: p.node.to_string(),
+                reason: reason.as_str(),
+                fix: suggested_fix(reason, &key, p.node),
+                key,
+                since: rfc3339(p.since),
+                age_seconds: (now - p.since).max(0),
+            });
+        }
+        for (reason, key, nodes) in view.ineligible_nodes() {
+            out.ineligible.push(IneligibleRow {
+                namespace: id.namespace.to_string(),
+                daemonset: id.name.to_string(),
+                reason,
+                key: key.to_string(),
+                nodes,
+            });
+        }
+    }
+    out
+}
+
+/// One line an operator can act on.
+pub fn suggested_fix(reason: Reason, key: &str, node: &str) -> String {
+    match reason {
+        Reason::AutoscalerDrain => format!(
+            "expected while {node} drains; add toleration {key}:NoSchedule if the agent should stay until the node is gone"
+        ),
+        Reason::DaemonSetChanged => format!(
+            "the DaemonSet changed ({key}) after this pod was created; revert the change or let the controller replace the pod"
+        ),
+        Reason::NfdChange => format!(
+            "node-feature-discovery no longer reports {key} on {node}; check NFD on the node or relax the DaemonSet's selector"
+        ),
+        Reason::TaintAdded => format!(
+            "taint {key} was added to {node}; remove it (kubectl taint node {node} {key}-) or tolerate it in the DaemonSet"
+        ),
+        Reason::LabelDrift => format!(
+            "node {node} no longer matches {key}; restore the label (kubectl label node {node} {key}=...) or change the DaemonSet's selector"
+        ),
+        Reason::NodeNameMismatch => {
+            "the template pins spec.nodeName to another node; remove spec.nodeName from the DaemonSet template".to_owned()
+        }
+    }
+}
+
+fn rfc3339(t: Timestamp) -> String {
+    jiff::Timestamp::from_second(t).map_or_else(|_| t.to_string(), |ts| ts.to_string())
+}
+
+fn human_age(seconds: i64) -> String {
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+/// Aligned text tables.
+pub fn render_table(explanation: &Explanation) -> String {
+    let mut out = String::new();
+    if explanation.pods.is_empty() {
+        out.push_str("No misscheduled daemon pods.\n");
+    } else {
+        let rows: Vec<[String; 8]> = explanation
+            .pods
+            .iter()
+            .map(|r| {
+                [
+                    r.namespace.clone(),
+                    r.daemonset.clone(),
+                    r.pod.clone(),
+                    r.node.clone(),
+                    r.reason.to_owned(),
+                    r.key.clone(),
+                    human_age(r.age_seconds),
+                    r.fix.clone(),
+                ]
+            })
+            .collect();
+        table(&mut out, ["NAMESPACE", "DAEMONSET", "POD", "NODE", "REASON", "KEY", "AGE", "SUGGESTED FIX"], &rows);
+    }
+    if !explanation.ineligible.is_empty() {
+        out.push_str("\nNodes each DaemonSet skips (why desired < node count):\n");
+        let rows: Vec<[String; 5]> = explanation
+            .ineligible
+            .iter()
+            .map(|r| [r.namespace.clone(), r.daemonset.clone(), r.reason.to_owned(), r.key.clone(), r.nodes.to_string()])
+            .collect();
+        table(&mut out, ["NAMESPACE", "DAEMONSET", "REASON", "KEY", "NODES"], &rows);
+    }
+    out
+}
+
+fn table<const N: usize>(out: &mut String, header: [&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::new();
+        for (i, cell) in cells.enumerate() {
+            if i + 1 == N {
+                text.push_str(cell);
+            } else {
+                let _ = write!(text, "{cell:<width$}  ", width = widths[i]);
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+}

@@ -1,0 +1,277 @@
+//! `/metrics`: the classification read from the index at scrape time (so no
+//! stale series can outlive their pod), plus the exporter's own telemetry.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::index::{Index, Resource};
+use crate::reason::Reason;
+
+pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+type ResourceLabel = [(&'static str, &'static str); 1];
+type EventLabels = [(&'static str, &'static str); 2];
+
+/// Per-resource watch health and counters, written by the watch tasks.
+#[derive(Debug)]
+pub struct Telemetry {
+    pub watch_events: Family<EventLabels, Counter>,
+    pub watch_errors: Family<ResourceLabel, Counter>,
+    pub invalid_objects: Family<ResourceLabel, Counter>,
+    pub apply_duration: Histogram,
+    healthy: [AtomicBool; 4],
+    last_event: [AtomicI64; 4],
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        Self {
+            watch_events: Family::default(),
+            watch_errors: Family::default(),
+            invalid_objects: Family::default(),
+            // 1µs .. ~1s
+            apply_duration: Histogram::new(exponential_buckets(1e-6, 4.0, 11)),
+            healthy: std::array::from_fn(|_| AtomicBool::new(true)),
+            last_event: std::array::from_fn(|_| AtomicI64::new(0)),
+        }
+    }
+}
+
+impl Telemetry {
+    pub fn record_event(&self, resource: Resource, kind: &'static str, now: i64) {
+        self.watch_events.get_or_create(&[("resource", resource.as_str()), ("type", kind)]).inc();
+        self.last_event[resource as usize].store(now, Ordering::Relaxed);
+        // A restarted watch is healthy again only once its relist has completed.
+        if !matches!(kind, "init" | "init_apply") {
+            self.healthy[resource as usize].store(true, Ordering::Relaxed);
+        }
+    }
+
+    pub fn record_error(&self, resource: Resource) {
+        self.watch_errors.get_or_create(&[("resource", resource.as_str())]).inc();
+        self.healthy[resource as usize].store(false, Ordering::Relaxed);
+    }
+
+    pub fn record_invalid(&self, resource: Resource) {
+        self.invalid_objects.get_or_create(&[("resource", resource.as_str())]).inc();
+    }
+
+    pub fn healthy(&self, resource: Resource) -> bool {
+        self.healthy[resource as usize].load(Ordering::Relaxed)
+    }
+
+    pub fn last_event(&self, resource: Resource) -> i64 {
+        self.last_event[resource as usize].load(Ordering::Relaxed)
+    }
+}
+
+/// What the watch tasks, the HTTP server and the collector share.
+#[derive(Debug, Default)]
+pub struct Shared {
+    index: RwLock<Index>,
+    pub telemetry: Telemetry,
+}
+
+impl Shared {
+    pub fn new(index: Index) -> Self {
+        Self { index: RwLock::new(index), telemetry: Telemetry::default() }
+    }
+
+    /// A panic elsewhere must not take the metrics down with it: the index is
+    /// only ever mutated through methods that leave it consistent.
+    pub fn read(&self) -> RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn write(&self) -> RwLockWriteGuard<'_, Index> {
+        self.index.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Ready: every cache has listed, and no watch is currently failing.
+    pub fn not_ready(&self) -> Vec<Resource> {
+        let index = self.read();
+        Resource::ALL.into_iter().filter(|&r| !index.is_synced(r) || !self.telemetry.healthy(r)).collect()
+    }
+}
+
+/// The registry served on `/metrics`.
+pub fn registry(shared: Arc<Shared>) -> Registry {
+    let mut registry = Registry::default();
+    let t = &shared.telemetry;
+    registry.register(
+        "misschedule_exporter_watch_events",
+        "Watch events received, by resource and event type",
+        t.watch_events.clone(),
+    );
+    registry.register(
+        "misschedule_exporter_watch_errors",
+        "Failed watch or list calls, by resource; each is followed by a backoff and a relist",
+        t.watch_errors.clone(),
+    );
+    registry.register(
+        "misschedule_exporter_invalid_objects",
+        "Objects the exporter could not read (logged with their name) and left out",
+        t.invalid_objects.clone(),
+    );
+    registry.register(
+        "misschedule_exporter_classification_duration_seconds",
+        "Time to apply one watch event to the index, re-classifying what it touches",
+        t.apply_duration.clone(),
+    );
+    registry.register_collector(Box::new(ClusterCollector { shared }));
+    registry
+}
+
+#[derive(Debug)]
+struct ClusterCollector {
+    shared: Arc<Shared>,
+}
+
+fn gauges<L: EncodeLabelSet, V: prometheus_client::encoding::EncodeGaugeValue + fmt::Debug>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: impl IntoIterator<Item = (L, V)>,
+) -> fmt::Result {
+    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, value) in rows {
+        ConstGauge::new(value).encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+impl Collector for ClusterCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let index = self.shared.read();
+        let daemonsets = index.daemonsets();
+        let misscheduled: Vec<_> = daemonsets.iter().map(|ds| (ds, ds.misscheduled_pods())).collect();
+        let pods = || {
+            misscheduled.iter().flat_map(|(ds, pods)| pods.iter().map(move |p| (ds.ds, p)))
+        };
+
+        gauges(
+            &mut encoder,
+            "daemonset_misscheduled_pod_info",
+            "A daemon pod on a node its DaemonSet should not run on, with the reason and the label or taint key behind it",
+            pods().map(|(ds, p)| {
+                let labels = [
+                    ("namespace", &*ds.id.namespace),
+                    ("daemonset", &*ds.id.name),
+                    ("pod", &*p.pod.id.name),
+                    ("node", &**p.node),
+                    ("reason", p.classification.reason.as_str()),
+                    ("key", &*p.classification.key),
+                ];
+                (labels, 1)
+            }),
+        )?;
+        gauges(
+            &mut encoder,
+            "daemonset_misscheduled_pod_since_timestamp_seconds",
+            "When the pod became misscheduled (unix seconds): seen by the exporter, or else the best evidence in the objects",
+            pods().map(|(ds, p)| {
+                let labels = [
+                    ("namespace", &*ds.id.namespace),
+                    ("daemonset", &*ds.id.name),
+                    ("pod", &*p.pod.id.name),
+                    ("node", &**p.node),
+                    ("reason", p.classification.reason.as_str()),
+                ];
+                (labels, p.since)
+            }),
+        )?;
+        gauges(
+            &mut encoder,
+            "daemonset_misscheduled_nodes",
+            "Nodes running a daemon pod they should not, by the reason of the node's oldest such pod; summed by DaemonSet it equals status.numberMisscheduled",
+            misscheduled.iter().flat_map(|(ds, pods)| {
+                let mut counts = [0i64; Reason::ALL.len()];
+                for p in pods.iter().filter(|p| p.counts_node) {
+                    counts[p.classification.reason.index()] += 1;
+                }
+                Reason::ALL.into_iter().map(move |reason| {
+                    let labels = [
+                        ("namespace", &*ds.ds.id.namespace),
+                        ("daemonset", &*ds.ds.id.name),
+                        ("reason", reason.as_str()),
+                    ];
+                    (labels, counts[reason.index()])
+                })
+            }),
+        )?;
+        gauges(
+            &mut encoder,
+            "daemonset_eligible_nodes",
+            "Nodes the DaemonSet should run on (equals status.desiredNumberScheduled)",
+            daemonsets.iter().map(|ds| {
+                ([("namespace", &*ds.ds.id.namespace), ("daemonset", &*ds.ds.id.name)], ds.eligible_nodes() as i64)
+            }),
+        )?;
+        gauges(
+            &mut encoder,
+            "daemonset_ineligible_nodes",
+            "Nodes the DaemonSet skips, by reason (node_selector, node_affinity, taint, node_name) and the first label or taint key that excludes them",
+            daemonsets.iter().flat_map(|ds| {
+                ds.ineligible_nodes().into_iter().map(move |(reason, key, count)| {
+                    let labels = [
+                        ("namespace", &*ds.ds.id.namespace),
+                        ("daemonset", &*ds.ds.id.name),
+                        ("reason", reason),
+                        ("key", &**key),
+                    ];
+                    (labels, i64::from(count))
+                })
+            }),
+        )?;
+
+        let t = &self.shared.telemetry;
+        gauges(
+            &mut encoder,
+            "misschedule_exporter_cache_objects",
+            "Objects in the exporter's cache, by resource",
+            Resource::ALL.map(|r| ([("resource", r.as_str())], index.len(r) as i64)),
+        )?;
+        gauges(
+            &mut encoder,
+            "misschedule_exporter_cache_synced",
+            "1 once the resource's cache has completed its initial list",
+            Resource::ALL.map(|r| ([("resource", r.as_str())], i64::from(index.is_synced(r)))),
+        )?;
+        gauges(
+            &mut encoder,
+            "misschedule_exporter_watch_healthy",
+            "0 while the resource's watch is failing (the cache then serves the last known state)",
+            Resource::ALL.map(|r| ([("resource", r.as_str())], i64::from(t.healthy(r)))),
+        )?;
+        gauges(
+            &mut encoder,
+            "misschedule_exporter_last_event_timestamp_seconds",
+            "When the last watch event for the resource arrived (unix seconds; 0 if none yet)",
+            Resource::ALL.map(|r| ([("resource", r.as_str())], t.last_event(r))),
+        )?;
+        gauges(
+            &mut encoder,
+            "misschedule_exporter_build_info",
+            "Build information",
+            [([("version", env!("CARGO_PKG_VERSION"))], 1)],
+        )?;
+        Ok(())
+    }
+}
+
+/// Encode the registry as OpenMetrics text.
+pub fn render(registry: &Registry) -> Result<String, fmt::Error> {
+    let mut out = String::with_capacity(64 * 1024);
+    prometheus_client::encoding::text::encode(&mut out, registry)?;
+    Ok(out)
+}

@@ -1,0 +1,206 @@
+//! Snapshot mode: read `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json`
+//! (or `-o yaml`, multi-document YAML, or single objects) into the index.
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::runtime::watcher::Event;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::convert::ConvertError;
+use crate::index::{Index, Indexed};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("{path}: cannot read: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not UTF-8 text (invalid byte at offset {offset})")]
+    NotUtf8 { path: PathBuf, offset: usize },
+    #[error("{path}: not valid {format}: {message}")]
+    Syntax { path: PathBuf, format: &'static str, message: String },
+    #[error("{path}: object #{position} ({what}): {message}")]
+    Object { path: PathBuf, position: usize, what: String, message: String },
+    #[error("{path}: object #{position} ({what}): unsupported kind {kind:?}; expected Node, DaemonSet, ControllerRevision or Pod")]
+    UnknownKind { path: PathBuf, position: usize, what: String, kind: String },
+    #[error("{path}: {source}")]
+    Invalid { path: PathBuf, source: ConvertError },
+}
+
+/// The objects of one or more snapshot files, by kind.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub nodes: Vec<(PathBuf, Node)>,
+    pub daemonsets: Vec<(PathBuf, DaemonSet)>,
+    pub revisions: Vec<(PathBuf, ControllerRevision)>,
+    pub pods: Vec<(PathBuf, Pod)>,
+}
+
+impl Snapshot {
+    pub fn read_files(paths: &[PathBuf]) -> Result<Self, SnapshotError> {
+        let mut snapshot = Self::default();
+        for path in paths {
+            let bytes = std::fs::read(path).map_err(|source| SnapshotError::Read { path: path.clone(), source })?;
+            snapshot.add_bytes(path, &bytes)?;
+        }
+        Ok(snapshot)
+    }
+
+    /// Parse one file's contents; `path` only names it in errors.
+    pub fn add_bytes(&mut self, path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| SnapshotError::NotUtf8 { path: path.to_owned(), offset: e.valid_up_to() })?;
+        let mut position = 0;
+        for document in parse_documents(path, text)? {
+            self.add_value(path, document, &mut position)?;
+        }
+        Ok(())
+    }
+
+    fn add_value(&mut self, path: &Path, value: Value, position: &mut usize) -> Result<(), SnapshotError> {
+        *position += 1;
+        let what = describe(&value);
+        let object_error = |message: String| SnapshotError::Object {
+            path: path.to_owned(),
+            position: *position,
+            what: what.clone(),
+            message,
+        };
+        let kind = match value.get("kind") {
+            Some(Value::String(kind)) => kind.clone(),
+            Some(_) => return Err(object_error("`kind` is not a string".into())),
+            None if value.is_object() => return Err(object_error("no `kind`".into())),
+            None => return Err(object_error("not an object".into())),
+        };
+        if kind == "List" || kind.ends_with("List") {
+            let items = match value.get("items") {
+                Some(Value::Array(items)) => items.clone(),
+                Some(Value::Null) | None => Vec::new(),
+                Some(_) => return Err(object_error("`items` is not a list".into())),
+            };
+            for item in items {
+                self.add_value(path, item, position)?;
+            }
+            return Ok(());
+        }
+        let at = path.to_owned();
+        match kind.as_str() {
+            "Node" => self.nodes.push((at, typed(value).map_err(object_error)?)),
+            "DaemonSet" => self.daemonsets.push((at, typed(value).map_err(object_error)?)),
+            "ControllerRevision" => self.revisions.push((at, typed(value).map_err(object_error)?)),
+            "Pod" => self.pods.push((at, typed(value).map_err(object_error)?)),
+            _ => {
+                return Err(SnapshotError::UnknownKind { path: path.to_owned(), position: *position, what, kind });
+            }
+        }
+        Ok(())
+    }
+
+    /// Load everything into the index as one initial list per resource, keeping
+    /// only objects in `namespaces` (all when empty).
+    pub fn load_into(self, index: &mut Index, namespaces: &[String]) -> Result<(), SnapshotError> {
+        let keep = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            namespaces.is_empty() || meta.namespace.as_ref().is_some_and(|ns| namespaces.contains(ns))
+        };
+        load(index, self.nodes, |_| true)?;
+        load(index, self.daemonsets, |d| keep(&d.metadata))?;
+        load(index, self.revisions, |r| keep(&r.metadata))?;
+        load(index, self.pods, |p| keep(&p.metadata))?;
+        Ok(())
+    }
+}
+
+fn load<K: Indexed>(index: &mut Index, objects: Vec<(PathBuf, K)>, keep: impl Fn(&K) -> bool) -> Result<(), SnapshotError> {
+    index.apply(Event::<K>::Init).map_err(|source| SnapshotError::Invalid { path: PathBuf::new(), source })?;
+    for (path, obj) in objects.into_iter().filter(|(_, o)| keep(o)) {
+        index.apply(Event::InitApply(obj)).map_err(|source| SnapshotError::Invalid { path, source })?;
+    }
+    index.apply(Event::<K>::InitDone).map_err(|source| SnapshotError::Invalid { path: PathBuf::new(), source })
+}
+
+fn typed<T: DeserializeOwned>(value: Value) -> Result<T, String> {
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+/// "Kind namespace/name" for error messages, from whatever the object has.
+fn describe(value: &Value) -> String {
+    let field = |path: &str| value.pointer(path).and_then(Value::as_str);
+    let kind = field("/kind").unwrap_or("object");
+    match (field("/metadata/namespace"), field("/metadata/name")) {
+        (Some(ns), Some(name)) => format!("{kind} {ns}/{name}"),
+        (None, Some(name)) => format!("{kind} {name}"),
+        _ => format!("{kind} without a name"),
+    }
+}
+
+/// JSON (one or more concatenated values) when it looks like JSON, else multi-document YAML.
+fn parse_documents(path: &Path, text: &str) -> Result<Vec<Value>, SnapshotError> {
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let mut values = Vec::new();
+        for value in serde_json::Deserializer::from_str(trimmed).into_iter::<Value>() {
+            let value = value.map_err(|e| SnapshotError::Syntax { path: path.to_owned(), format: "JSON", message: e.to_string() })?;
+            match value {
+                Value::Array(items) => values.extend(items),
+                other => values.push(other),
+            }
+        }
+        return Ok(values);
+    }
+    let documents: Vec<Value> = serde_saphyr::from_multiple(trimmed)
+        .map_err(|e| SnapshotError::Syntax { path: path.to_owned(), format: "YAML", message: e.to_string() })?;
+    Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
+        let mut s = Snapshot::default();
+        s.add_bytes(Path::new("snap.json"), text.as_bytes()).map(|()| s)
+    }
+
+    #[test]
+    fn reads_a_kubectl_list_and_single_objects() {
+        let list = r#"{"apiVersion":"v1","kind":"List","items":[
+            {"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}},
+            {"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u"}}]}"#;
+        let s = parse(list).unwrap();
+        assert_eq!((s.nodes.len(), s.pods.len()), (1, 1));
+        let yaml = "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: b}\n";
+        assert_eq!(parse(yaml).unwrap().nodes.len(), 2);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_object() {
+        let truncated = r#"{"kind":"List","items":[{"kind":"Node""#;
+        let err = parse(truncated).unwrap_err().to_string();
+        assert!(err.starts_with("snap.json: not valid JSON"), "{err}");
+
+        let unknown = r#"{"kind":"List","items":[{"kind":"Secret","metadata":{"name":"s","namespace":"x"}}]}"#;
+        let err = parse(unknown).unwrap_err().to_string();
+        assert!(err.contains("object #2 (Secret x/s): unsupported kind \"Secret\""), "{err}");
+
+        let wrong_type = r#"{"kind":"Node","metadata":{"name":"n","labels":{"a":1}}}"#;
+        let err = parse(wrong_type).unwrap_err().to_string();
+        assert!(err.contains("(Node n)") && err.contains("invalid type"), "{err}");
+
+        let bad_yaml = "kind: Node\nmetadata: {name: [unclosed\n";
+        let err = parse(bad_yaml).unwrap_err().to_string();
+        assert!(err.contains("not valid YAML"), "{err}");
+
+        let mut s = Snapshot::default();
+        let err = s.add_bytes(Path::new("bin"), b"kind: Node\xff").unwrap_err().to_string();
+        assert_eq!(err, "bin: not UTF-8 text (invalid byte at offset 10)");
+    }
+
+    #[test]
+    fn objects_missing_required_fields_are_rejected_by_name() {
+        let mut index = Index::default();
+        let pod_without_uid = r#"{"kind":"Pod","metadata":{"name":"p","namespace":"ns"}}"#;
+        let err = parse(pod_without_uid).unwrap().load_into(&mut index, &[]).unwrap_err().to_string();
+        assert_eq!(err, "snap.json: Pod ns/p: missing metadata.uid");
+    }
+}

@@ -1,0 +1,119 @@
+//! The Kubernetes edge: one watch per resource (and per namespace when scoped)
+//! feeding the shared index.
+
+use std::fmt::Debug;
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
+use serde::de::DeserializeOwned;
+use tokio::task::JoinSet;
+
+use crate::index::Indexed;
+use crate::metrics::Shared;
+
+/// What to watch.
+#[derive(Clone, Debug)]
+pub struct WatchConfig {
+    /// Namespaces for DaemonSets, revisions and pods; empty means all.
+    pub namespaces: Vec<String>,
+    /// Server-side label selector for pods.
+    pub pod_selector: String,
+}
+
+/// Start every watch. The tasks run until the set is dropped.
+pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    tasks.spawn(run::<Node>(Api::all(client.clone()), watcher::Config::default(), None, shared.clone()));
+    let scopes: Vec<Option<String>> = if config.namespaces.is_empty() {
+        vec![None]
+    } else {
+        config.namespaces.iter().cloned().map(Some).collect()
+    };
+    for scope in scopes {
+        let api = |client: &Client| match &scope {
+            Some(ns) => (Api::namespaced(client.clone(), ns), Api::namespaced(client.clone(), ns), Api::namespaced(client.clone(), ns)),
+            None => (Api::all(client.clone()), Api::all(client.clone()), Api::all(client.clone())),
+        };
+        let (daemonsets, revisions, pods): (Api<DaemonSet>, Api<ControllerRevision>, Api<Pod>) = api(&client);
+        tasks.spawn(run(daemonsets, watcher::Config::default(), scope.clone(), shared.clone()));
+        tasks.spawn(run(revisions, watcher::Config::default(), scope.clone(), shared.clone()));
+        let pod_config = watcher::Config::default().labels(&config.pod_selector);
+        tasks.spawn(run(pods, pod_config, scope, shared.clone()));
+    }
+    tasks
+}
+
+const MIN_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Watch one resource forever. After any error the watch is restarted with a
+/// fresh list (after a backoff), so that recovery is proven by a completed
+/// relist and anything deleted meanwhile disappears.
+async fn run<K>(api: Api<K>, config: watcher::Config, scope: Option<String>, shared: Arc<Shared>)
+where
+    K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    let resource = K::RESOURCE;
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        let mut stream = pin!(watcher::watcher(api.clone(), config.clone()));
+        while let Some(item) = stream.next().await {
+            let event = match item {
+                Ok(event) => event,
+                Err(error) => {
+                    shared.telemetry.record_error(resource);
+                    tracing::error!(
+                        resource = resource.as_str(),
+                        namespace = scope.as_deref().unwrap_or("*"),
+                        %error,
+                        retry_in = ?backoff,
+                        "watch failed; serving the last known state"
+                    );
+                    break;
+                }
+            };
+            let kind = event_type(&event);
+            if kind == "init_done" {
+                backoff = MIN_BACKOFF;
+                tracing::info!(resource = resource.as_str(), namespace = scope.as_deref().unwrap_or("*"), "cache synced");
+            }
+            let now = unix_now();
+            shared.telemetry.record_event(resource, kind, now);
+            let started = Instant::now();
+            let result = {
+                let mut index = shared.write();
+                index.set_now(now);
+                index.apply_scoped(scope.as_deref(), event)
+            };
+            shared.telemetry.apply_duration.observe(started.elapsed().as_secs_f64());
+            if let Err(error) = result {
+                shared.telemetry.record_invalid(resource);
+                tracing::warn!(resource = resource.as_str(), %error, "ignoring object the exporter cannot read");
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+fn event_type<K>(event: &Event<K>) -> &'static str {
+    match event {
+        Event::Apply(_) => "apply",
+        Event::Delete(_) => "delete",
+        Event::Init => "init",
+        Event::InitApply(_) => "init_apply",
+        Event::InitDone => "init_done",
+    }
+}
+
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
