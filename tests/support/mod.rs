@@ -1,0 +1,128 @@
+//! Hand-built API objects shaped the way the DaemonSet controller writes them.
+#![allow(dead_code)]
+
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::runtime::watcher::Event;
+use misschedule_exporter::index::{Index, Indexed};
+use serde_json::{Value, json};
+
+pub fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("test object is valid")
+}
+
+/// A node with labels and taints given as `key=value:Effect` (value optional).
+pub fn node(name: &str, labels: &[(&str, &str)], taints: &[&str]) -> Node {
+    let labels: serde_json::Map<String, Value> = labels.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+    let taints: Vec<Value> = taints
+        .iter()
+        .map(|t| {
+            let (kv, effect) = t.rsplit_once(':').expect("taint needs :Effect");
+            let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+            json!({"key": key, "value": value, "effect": effect})
+        })
+        .collect();
+    from(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}}))
+}
+
+/// A DaemonSet `ns/name` (uid `uid-name`) selecting `app=name`, with `pod_spec` as its template's spec.
+pub fn daemonset(name: &str, pod_spec: Value) -> DaemonSet {
+    from(json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}
+        }
+    }))
+}
+
+/// A pod as the controller makes it for `ds` on `node`: labels, controller
+/// ownerReference, the template's nodeSelector and tolerations, and required
+/// affinity replaced by the `matchFields` term. `bound` sets `spec.nodeName`.
+pub fn daemon_pod(ds: &DaemonSet, node: &str, hash: &str, bound: bool) -> Pod {
+    let spec = ds.spec.as_ref().unwrap();
+    let name = ds.metadata.name.as_deref().unwrap();
+    let template_spec = serde_json::to_value(spec.template.spec.as_ref().unwrap()).unwrap();
+    let mut pod_spec = template_spec.clone();
+    pod_spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}});
+    if bound {
+        pod_spec["nodeName"] = json!(node);
+    }
+    from(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": format!("{name}-{node}"), "namespace": "ns", "uid": format!("pod-{name}-{node}-{hash}"),
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {"app": name, "controller-revision-hash": hash, "pod-template-generation": "1"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name,
+                                 "uid": ds.metadata.uid.as_deref().unwrap(), "controller": true}]
+        },
+        "spec": pod_spec
+    }))
+}
+
+/// The ControllerRevision holding `ds`'s current template under `hash`.
+pub fn revision(ds: &DaemonSet, hash: &str) -> ControllerRevision {
+    let name = ds.metadata.name.as_deref().unwrap();
+    let template = serde_json::to_value(&ds.spec.as_ref().unwrap().template).unwrap();
+    from(json!({
+        "apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": 1,
+        "metadata": {"name": format!("{name}-{hash}"), "namespace": "ns", "uid": format!("rev-{name}-{hash}"),
+                     "labels": {"controller-revision-hash": hash},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name,
+                                          "uid": ds.metadata.uid.as_deref().unwrap(), "controller": true}]},
+        "data": {"spec": {"template": template}}
+    }))
+}
+
+/// Apply a complete initial list of one resource.
+pub fn list<K: Indexed>(index: &mut Index, objects: Vec<K>) {
+    index.apply(Event::<K>::Init).unwrap();
+    for obj in objects {
+        index.apply(Event::InitApply(obj)).unwrap();
+    }
+    index.apply(Event::<K>::InitDone).unwrap();
+}
+
+pub fn apply<K: Indexed>(index: &mut Index, obj: K) {
+    index.apply(Event::Apply(obj)).unwrap();
+}
+
+pub fn delete<K: Indexed>(index: &mut Index, obj: K) {
+    index.apply(Event::Delete(obj)).unwrap();
+}
+
+pub const NOW: i64 = 1_780_272_000;
+
+/// An index synced with the given objects.
+/// Its clock reads `NOW` (2026-06-01T00:00:00Z), after every object's creation.
+pub fn cluster(nodes: Vec<Node>, daemonsets: Vec<DaemonSet>, revisions: Vec<ControllerRevision>, pods: Vec<Pod>) -> Index {
+    let mut index = Index::default();
+    index.set_now(NOW);
+    list(&mut index, nodes);
+    list(&mut index, daemonsets);
+    list(&mut index, revisions);
+    list(&mut index, pods);
+    index
+}
+
+/// (pod, node, reason, key) for every misscheduled pod, sorted.
+pub fn misscheduled(index: &Index) -> Vec<(String, String, String, String)> {
+    let mut rows: Vec<_> = index
+        .daemonsets()
+        .iter()
+        .flat_map(|ds| ds.misscheduled_pods())
+        .map(|p| {
+            (
+                p.pod.id.name.to_string(),
+                p.node.to_string(),
+                p.classification.reason.as_str().to_owned(),
+                p.classification.key.to_string(),
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
