@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet as K8sDaemonSet};
 use k8s_openapi::api::core::v1::{
-    Node as K8sNode, NodeSelectorRequirement, NodeSelectorTerm as K8sTerm, Pod as K8sPod, PodSpec,
-    PodTemplateSpec,
+    Node as K8sNode, NodeSelectorRequirement, NodeSelectorTerm as K8sTerm, Pod as K8sPod, PodSpec, PodTemplateSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector as K8sLabelSelector, ObjectMeta, OwnerReference, Time,
@@ -14,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use crate::eligibility::NODE_NAME_FIELD;
 use crate::interner::Interner;
 use crate::model::{
-    DaemonSet, DaemonSetStatus, Deletion, LabelSelector, Node, NodeSelectorTerm, ObjectRef, Placement,
-    Pod, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,
+    DaemonSet, DaemonSetStatus, Deletion, LabelSelector, Node, NodeSelectorTerm, ObjectRef, Placement, Pod,
+    Requirement, Revision, SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,
 };
 
 /// NFD lists the labels it manages here; unprefixed names live under `feature.node.kubernetes.io/`.
@@ -41,7 +40,12 @@ fn describe(meta: &ObjectMeta) -> String {
     }
 }
 
-fn required<'a>(kind: &'static str, meta: &'a ObjectMeta, field: &str, value: Option<&'a String>) -> Result<&'a str, ConvertError> {
+fn required<'a>(
+    kind: &'static str,
+    meta: &'a ObjectMeta,
+    field: &str,
+    value: Option<&'a String>,
+) -> Result<&'a str, ConvertError> {
     match value {
         Some(v) if !v.is_empty() => Ok(v),
         _ => Err(ConvertError { kind, name: describe(meta), problem: format!("missing {field}") }),
@@ -69,7 +73,13 @@ pub fn node(node: &K8sNode, interner: &mut Interner) -> Result<Node, ConvertErro
         .collect();
     let annotation = |key: &str| meta.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str);
     let nfd_label_keys = list_items(annotation(NFD_FEATURE_LABELS_ANNOTATION))
-        .map(|name| if name.contains('/') { interner.str(name) } else { interner.str(&format!("feature.node.kubernetes.io/{name}")) })
+        .map(|name| {
+            if name.contains('/') {
+                interner.str(name)
+            } else {
+                interner.str(&format!("feature.node.kubernetes.io/{name}"))
+            }
+        })
         .collect();
     let nfd_taint_keys = list_items(annotation(NFD_TAINTS_ANNOTATION))
         .map(|taint| interner.str(taint.split(['=', ':']).next().unwrap_or(taint)))
@@ -126,7 +136,8 @@ pub fn pod(pod: &K8sPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
     let meta = &pod.metadata;
     let id = object_ref("Pod", meta, interner)?;
     let uid = Arc::from(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
-    let controller_uid = controller_of_kind(meta.owner_references.as_deref(), "DaemonSet").map(|o| interner.str(&o.uid));
+    let controller_uid =
+        controller_of_kind(meta.owner_references.as_deref(), "DaemonSet").map(|o| interner.str(&o.uid));
     let labels = interner.labels(meta.labels.iter().flatten());
     let revision_hash = labels.get(REVISION_HASH_LABEL).cloned();
     let spec = pod.spec.as_ref();
@@ -162,7 +173,14 @@ pub fn target_node_name(spec: &PodSpec) -> Option<&str> {
     if let Some(name) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
         return Some(name);
     }
-    let terms = &spec.affinity.as_ref()?.node_affinity.as_ref()?.required_during_scheduling_ignored_during_execution.as_ref()?.node_selector_terms;
+    let terms = &spec
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
     let field = terms
         .iter()
         .flat_map(|t| t.match_fields.iter().flatten())
@@ -240,7 +258,11 @@ fn label_selector(selector: Option<&K8sLabelSelector>, interner: &mut Interner) 
         .match_labels
         .iter()
         .flatten()
-        .map(|(k, v)| Requirement { key: interner.str(k), operator: SelectorOperator::In, values: vec![interner.str(v)] })
+        .map(|(k, v)| Requirement {
+            key: interner.str(k),
+            operator: SelectorOperator::In,
+            values: vec![interner.str(v)],
+        })
         .collect();
     for expr in selector.match_expressions.iter().flatten() {
         let operator = match expr.operator.as_str() {

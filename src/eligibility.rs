@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 
 use crate::model::{
-    LabelSelector, Node, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint,
-    TaintEffect, Toleration, TolerationOperator,
+    LabelSelector, Node, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect,
+    Toleration, TolerationOperator,
 };
 
 /// The only field `matchFields` may name.
@@ -88,8 +88,7 @@ pub fn should_run(node: &Node, template: &Placement) -> Option<Skip> {
     }
     let mut blocking = untolerated_taints(node, &template.tolerations, template.host_network);
     let first = blocking.next()?;
-    let no_execute =
-        first.effect == TaintEffect::NoExecute || blocking.any(|t| t.effect == TaintEffect::NoExecute);
+    let no_execute = first.effect == TaintEffect::NoExecute || blocking.any(|t| t.effect == TaintEffect::NoExecute);
     Some(Skip::Taint { key: first.key.clone(), no_execute })
 }
 
@@ -188,9 +187,7 @@ fn label_requirement_is_valid(r: &Requirement) -> bool {
     match r.operator {
         SelectorOperator::In | SelectorOperator::NotIn => !r.values.is_empty(),
         SelectorOperator::Exists | SelectorOperator::DoesNotExist => r.values.is_empty(),
-        SelectorOperator::Gt | SelectorOperator::Lt => {
-            r.values.len() == 1 && r.values[0].parse::<i64>().is_ok()
-        }
+        SelectorOperator::Gt | SelectorOperator::Lt => r.values.len() == 1 && r.values[0].parse::<i64>().is_ok(),
         SelectorOperator::Invalid => false,
     }
 }
@@ -214,8 +211,7 @@ pub fn label_requirement_matches(r: &Requirement, labels: &BTreeMap<Str, Str>) -
         SelectorOperator::Exists => value.is_some(),
         SelectorOperator::DoesNotExist => value.is_none(),
         SelectorOperator::Gt | SelectorOperator::Lt => {
-            let (Some(actual), Ok(bound)) =
-                (value.and_then(|v| v.parse::<i64>().ok()), r.values[0].parse::<i64>())
+            let (Some(actual), Ok(bound)) = (value.and_then(|v| v.parse::<i64>().ok()), r.values[0].parse::<i64>())
             else {
                 return false;
             };

@@ -95,7 +95,8 @@ pub fn suggested_fix(reason: Reason, key: &str, node: &str) -> String {
             "node {node} no longer matches {key}; restore the label (kubectl label node {node} {key}=...) or change the DaemonSet's selector"
         ),
         Reason::NodeNameMismatch => {
-            "the template pins spec.nodeName to another node; remove spec.nodeName from the DaemonSet template".to_owned()
+            "the template pins spec.nodeName to another node; remove spec.nodeName from the DaemonSet template"
+                .to_owned()
         }
     }
 }
@@ -142,7 +143,9 @@ pub fn render_table(explanation: &Explanation) -> String {
         let rows: Vec<[String; 5]> = explanation
             .ineligible
             .iter()
-            .map(|r| [r.namespace.clone(), r.daemonset.clone(), r.reason.to_owned(), r.key.clone(), r.nodes.to_string()])
+            .map(|r| {
+                [r.namespace.clone(), r.daemonset.clone(), r.reason.to_owned(), r.key.clone(), r.nodes.to_string()]
+            })
             .collect();
         table(&mut out, ["NAMESPACE", "DAEMONSET", "REASON", "KEY", "NODES"], &rows);
     }

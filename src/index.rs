@@ -116,9 +116,8 @@ impl DaemonSetState {
     }
 
     fn refresh(&mut self, node: &Str, node_exists: bool, since: Since) {
-        let misscheduled = node_exists
-            && self.skips.contains_key(node)
-            && self.claimed.get(node).is_some_and(|pods| !pods.is_empty());
+        let misscheduled =
+            node_exists && self.skips.contains_key(node) && self.claimed.get(node).is_some_and(|pods| !pods.is_empty());
         if misscheduled {
             self.misscheduled.entry(node.clone()).or_insert(since);
         } else {
@@ -214,7 +213,8 @@ impl Index {
             Event::InitDone => {
                 let store = K::store(self);
                 let fresh = store.relists.remove(&scope.map(str::to_owned)).unwrap_or_default();
-                let in_scope = |obj: &K::Compact| scope.is_none_or(|ns| K::namespace_of(obj).is_some_and(|n| **n == *ns));
+                let in_scope =
+                    |obj: &K::Compact| scope.is_none_or(|ns| K::namespace_of(obj).is_some_and(|n| **n == *ns));
                 let gone: Vec<Str> = store
                     .objects
                     .iter()
@@ -495,8 +495,7 @@ impl<'a> DaemonSetView<'a> {
             pods.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
             for (i, pod) in pods.into_iter().enumerate() {
                 let origin = index.revision_of(self.ds, pod).map(|r| &*r.placement);
-                let classification =
-                    classify(skip, node, &self.ds.template, pod, origin, &index.config.drain_taints);
+                let classification = classify(skip, node, &self.ds.template, pod, origin, &index.config.drain_taints);
                 let at = if since.observed {
                     since.at
                 } else {

@@ -5,12 +5,12 @@
 
 pub mod convert;
 pub mod eligibility;
+pub mod explain;
 pub mod index;
 pub mod interner;
+pub mod metrics;
 pub mod model;
 pub mod reason;
-pub mod metrics;
-pub mod snapshot;
-pub mod explain;
 pub mod server;
+pub mod snapshot;
 pub mod watch;

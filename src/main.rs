@@ -160,7 +160,8 @@ async fn run(cli: Cli) -> Outcome {
     let shared = if live {
         let client = connect(source).await?;
         let shared = Arc::new(Shared::new(index));
-        let config = watch::WatchConfig { namespaces: source.namespace.clone(), pod_selector: source.pod_selector.clone() };
+        let config =
+            watch::WatchConfig { namespaces: source.namespace.clone(), pod_selector: source.pod_selector.clone() };
         watches = Some(watch::spawn_all(client, &config, shared.clone()));
         shared
     } else {
@@ -221,7 +222,9 @@ async fn connect(source: &Source) -> Result<kube::Client, (Failure, anyhow::Erro
             tracing::info!(%server, version = %version.git_version, "connected to the API server");
             Ok(client)
         }
-        Ok(Err(e)) => Err((Failure::Unreachable, anyhow!(e).context(format!("cannot reach the API server at {server}")))),
+        Ok(Err(e)) => {
+            Err((Failure::Unreachable, anyhow!(e).context(format!("cannot reach the API server at {server}"))))
+        }
         Err(_) => Err((Failure::Unreachable, anyhow!("the API server at {server} did not answer within 15s"))),
     }
 }

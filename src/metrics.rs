@@ -155,9 +155,7 @@ impl Collector for ClusterCollector {
         let index = self.shared.read();
         let daemonsets = index.daemonsets();
         let misscheduled: Vec<_> = daemonsets.iter().map(|ds| (ds, ds.misscheduled_pods())).collect();
-        let pods = || {
-            misscheduled.iter().flat_map(|(ds, pods)| pods.iter().map(move |p| (ds.ds, p)))
-        };
+        let pods = || misscheduled.iter().flat_map(|(ds, pods)| pods.iter().map(move |p| (ds.ds, p)));
 
         gauges(
             &mut encoder,

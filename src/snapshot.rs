@@ -22,7 +22,9 @@ pub enum SnapshotError {
     Syntax { path: PathBuf, format: &'static str, message: String },
     #[error("{path}: object #{position} ({what}): {message}")]
     Object { path: PathBuf, position: usize, what: String, message: String },
-    #[error("{path}: object #{position} ({what}): unsupported kind {kind:?}; expected Node, DaemonSet, ControllerRevision or Pod")]
+    #[error(
+        "{path}: object #{position} ({what}): unsupported kind {kind:?}; expected Node, DaemonSet, ControllerRevision or Pod"
+    )]
     UnknownKind { path: PathBuf, position: usize, what: String, kind: String },
     #[error("{path}: {source}")]
     Invalid { path: PathBuf, source: ConvertError },
@@ -111,7 +113,11 @@ impl Snapshot {
     }
 }
 
-fn load<K: Indexed>(index: &mut Index, objects: Vec<(PathBuf, K)>, keep: impl Fn(&K) -> bool) -> Result<(), SnapshotError> {
+fn load<K: Indexed>(
+    index: &mut Index,
+    objects: Vec<(PathBuf, K)>,
+    keep: impl Fn(&K) -> bool,
+) -> Result<(), SnapshotError> {
     index.apply(Event::<K>::Init).map_err(|source| SnapshotError::Invalid { path: PathBuf::new(), source })?;
     for (path, obj) in objects.into_iter().filter(|(_, o)| keep(o)) {
         index.apply(Event::InitApply(obj)).map_err(|source| SnapshotError::Invalid { path, source })?;
@@ -140,7 +146,11 @@ fn parse_documents(path: &Path, text: &str) -> Result<Vec<Value>, SnapshotError>
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         let mut values = Vec::new();
         for value in serde_json::Deserializer::from_str(trimmed).into_iter::<Value>() {
-            let value = value.map_err(|e| SnapshotError::Syntax { path: path.to_owned(), format: "JSON", message: e.to_string() })?;
+            let value = value.map_err(|e| SnapshotError::Syntax {
+                path: path.to_owned(),
+                format: "JSON",
+                message: e.to_string(),
+            })?;
             match value {
                 Value::Array(items) => values.extend(items),
                 other => values.push(other),
@@ -148,8 +158,11 @@ fn parse_documents(path: &Path, text: &str) -> Result<Vec<Value>, SnapshotError>
         }
         return Ok(values);
     }
-    let documents: Vec<Value> = serde_saphyr::from_multiple(trimmed)
-        .map_err(|e| SnapshotError::Syntax { path: path.to_owned(), format: "YAML", message: e.to_string() })?;
+    let documents: Vec<Value> = serde_saphyr::from_multiple(trimmed).map_err(|e| SnapshotError::Syntax {
+        path: path.to_owned(),
+        format: "YAML",
+        message: e.to_string(),
+    })?;
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
 }
 
@@ -169,7 +182,8 @@ mod tests {
             {"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u"}}]}"#;
         let s = parse(list).unwrap();
         assert_eq!((s.nodes.len(), s.pods.len()), (1, 1));
-        let yaml = "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: b}\n";
+        let yaml =
+            "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: b}\n";
         assert_eq!(parse(yaml).unwrap().nodes.len(), 2);
     }
 

@@ -30,14 +30,15 @@ pub struct WatchConfig {
 pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     tasks.spawn(run::<Node>(Api::all(client.clone()), watcher::Config::default(), None, shared.clone()));
-    let scopes: Vec<Option<String>> = if config.namespaces.is_empty() {
-        vec![None]
-    } else {
-        config.namespaces.iter().cloned().map(Some).collect()
-    };
+    let scopes: Vec<Option<String>> =
+        if config.namespaces.is_empty() { vec![None] } else { config.namespaces.iter().cloned().map(Some).collect() };
     for scope in scopes {
         let api = |client: &Client| match &scope {
-            Some(ns) => (Api::namespaced(client.clone(), ns), Api::namespaced(client.clone(), ns), Api::namespaced(client.clone(), ns)),
+            Some(ns) => (
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+            ),
             None => (Api::all(client.clone()), Api::all(client.clone()), Api::all(client.clone())),
         };
         let (daemonsets, revisions, pods): (Api<DaemonSet>, Api<ControllerRevision>, Api<Pod>) = api(&client);
@@ -81,7 +82,11 @@ where
             let kind = event_type(&event);
             if kind == "init_done" {
                 backoff = MIN_BACKOFF;
-                tracing::info!(resource = resource.as_str(), namespace = scope.as_deref().unwrap_or("*"), "cache synced");
+                tracing::info!(
+                    resource = resource.as_str(),
+                    namespace = scope.as_deref().unwrap_or("*"),
+                    "cache synced"
+                );
             }
             let now = unix_now();
             shared.telemetry.record_event(resource, kind, now);
@@ -113,7 +118,5 @@ fn event_type<K>(event: &Event<K>) -> &'static str {
 }
 
 pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }

@@ -35,26 +35,45 @@ fn r(reason: &str, key: &str) -> (String, String) {
 #[test]
 fn taint_reasons() {
     let on = |taints: &[&str]| reason_of(&one_pod(json!({}), json!({}), node("n1", &[], taints)));
-    assert_eq!(on(&["ToBeDeletedByClusterAutoscaler=1700000000:NoSchedule"]), r("autoscaler_drain", "ToBeDeletedByClusterAutoscaler"));
+    assert_eq!(
+        on(&["ToBeDeletedByClusterAutoscaler=1700000000:NoSchedule"]),
+        r("autoscaler_drain", "ToBeDeletedByClusterAutoscaler")
+    );
     assert_eq!(on(&["karpenter.sh/disrupted:NoSchedule"]), r("autoscaler_drain", "karpenter.sh/disrupted"));
-    assert_eq!(on(&["karpenter.sh/disruption=disrupting:NoSchedule"]), r("autoscaler_drain", "karpenter.sh/disruption"));
-    assert_eq!(on(&["cloud.google.com/impending-node-termination:NoSchedule"]), r("autoscaler_drain", "cloud.google.com/impending-node-termination"));
-    assert_eq!(on(&["aws-node-termination-handler/spot-itn=x:NoSchedule"]), r("autoscaler_drain", "aws-node-termination-handler/spot-itn"));
+    assert_eq!(
+        on(&["karpenter.sh/disruption=disrupting:NoSchedule"]),
+        r("autoscaler_drain", "karpenter.sh/disruption")
+    );
+    assert_eq!(
+        on(&["cloud.google.com/impending-node-termination:NoSchedule"]),
+        r("autoscaler_drain", "cloud.google.com/impending-node-termination")
+    );
+    assert_eq!(
+        on(&["aws-node-termination-handler/spot-itn=x:NoSchedule"]),
+        r("autoscaler_drain", "aws-node-termination-handler/spot-itn")
+    );
     assert_eq!(on(&["dedicated=infra:NoSchedule"]), r("taint_added", "dedicated"));
     assert_eq!(on(&["dedicated=infra:NoExecute"]), r("taint_added", "dedicated"));
-    assert_eq!(on(&["feature.node.kubernetes.io/special=true:NoSchedule"]), r("nfd_change", "feature.node.kubernetes.io/special"));
+    assert_eq!(
+        on(&["feature.node.kubernetes.io/special=true:NoSchedule"]),
+        r("nfd_change", "feature.node.kubernetes.io/special")
+    );
 }
 
 #[test]
 fn nfd_taint_from_annotation() {
     let mut n1 = node("n1", &[], &["example.com/gpu=true:NoSchedule"]);
-    n1.metadata.annotations = Some([("nfd.node.kubernetes.io/taints".to_owned(), "example.com/gpu=true:NoSchedule".to_owned())].into());
+    n1.metadata.annotations =
+        Some([("nfd.node.kubernetes.io/taints".to_owned(), "example.com/gpu=true:NoSchedule".to_owned())].into());
     assert_eq!(reason_of(&one_pod(json!({}), json!({}), n1)), r("nfd_change", "example.com/gpu"));
 }
 
 #[test]
 fn extra_drain_taint_keys() {
-    let mut index = Index::new(index::Config { drain_taints: DrainTaints::with_extra(["example.com/draining"]), ..Default::default() });
+    let mut index = Index::new(index::Config {
+        drain_taints: DrainTaints::with_extra(["example.com/draining"]),
+        ..Default::default()
+    });
     let ds = daemonset("agent", json!({}));
     list(&mut index, vec![node("n1", &[], &["example.com/draining:NoSchedule"])]);
     list(&mut index, vec![ds.clone()]);
@@ -74,8 +93,12 @@ fn removed_toleration_is_a_daemonset_change() {
 fn taint_precedence() {
     let tolerant = json!({"tolerations": [{"key": "dedicated", "operator": "Exists"}]});
     // Drain wins over everything, wherever it is in the list.
-    let n = node("n1", &[], &["custom:NoSchedule", "dedicated:NoSchedule", "ToBeDeletedByClusterAutoscaler=1:NoSchedule"]);
-    assert_eq!(reason_of(&one_pod(json!({}), tolerant.clone(), n)), r("autoscaler_drain", "ToBeDeletedByClusterAutoscaler"));
+    let n =
+        node("n1", &[], &["custom:NoSchedule", "dedicated:NoSchedule", "ToBeDeletedByClusterAutoscaler=1:NoSchedule"]);
+    assert_eq!(
+        reason_of(&one_pod(json!({}), tolerant.clone(), n)),
+        r("autoscaler_drain", "ToBeDeletedByClusterAutoscaler")
+    );
     // Then daemonset_changed, then nfd_change, then taint_added.
     let n = node("n1", &[], &["custom:NoSchedule", "feature.node.kubernetes.io/x:NoSchedule", "dedicated:NoSchedule"]);
     assert_eq!(reason_of(&one_pod(json!({}), tolerant, n)), r("daemonset_changed", "dedicated"));
@@ -89,33 +112,62 @@ fn taint_precedence() {
 fn placement_reasons() {
     let sel = |k: &str, v: &str| json!({"nodeSelector": {k: v}});
     // The node lost the label the selector wants.
-    assert_eq!(reason_of(&one_pod(sel("disk", "ssd"), sel("disk", "ssd"), node("n1", &[("disk", "hdd")], &[]))), r("label_drift", "disk"));
+    assert_eq!(
+        reason_of(&one_pod(sel("disk", "ssd"), sel("disk", "ssd"), node("n1", &[("disk", "hdd")], &[]))),
+        r("label_drift", "disk")
+    );
     // NFD-owned keys: the prefixes, and keys NFD lists in its annotation.
     let nfd = "feature.node.kubernetes.io/cpu-cpuid.AVX512F";
     assert_eq!(reason_of(&one_pod(sel(nfd, "true"), sel(nfd, "true"), node("n1", &[], &[]))), r("nfd_change", nfd));
     let profile = "profile.node.kubernetes.io/tuned";
-    assert_eq!(reason_of(&one_pod(sel(profile, "true"), sel(profile, "true"), node("n1", &[], &[]))), r("nfd_change", profile));
+    assert_eq!(
+        reason_of(&one_pod(sel(profile, "true"), sel(profile, "true"), node("n1", &[], &[]))),
+        r("nfd_change", profile)
+    );
     let sub = "vendor.feature.node.kubernetes.io/fpga";
     assert_eq!(reason_of(&one_pod(sel(sub, "true"), sel(sub, "true"), node("n1", &[], &[]))), r("nfd_change", sub));
     let mut listed = node("n1", &[], &[]);
-    listed.metadata.annotations = Some([("nfd.node.kubernetes.io/feature-labels".to_owned(), "example.com/accel,cpu-model.id".to_owned())].into());
-    assert_eq!(reason_of(&one_pod(sel("example.com/accel", "x"), sel("example.com/accel", "x"), listed.clone())), r("nfd_change", "example.com/accel"));
+    listed.metadata.annotations = Some(
+        [("nfd.node.kubernetes.io/feature-labels".to_owned(), "example.com/accel,cpu-model.id".to_owned())].into(),
+    );
+    assert_eq!(
+        reason_of(&one_pod(sel("example.com/accel", "x"), sel("example.com/accel", "x"), listed.clone())),
+        r("nfd_change", "example.com/accel")
+    );
     let unprefixed = "feature.node.kubernetes.io/cpu-model.id";
     assert_eq!(reason_of(&one_pod(sel(unprefixed, "1"), sel(unprefixed, "1"), listed)), r("nfd_change", unprefixed));
     // The DaemonSet's selector changed; the pod's own selector still accepts the node.
-    assert_eq!(reason_of(&one_pod(sel("disk", "nvme"), sel("disk", "ssd"), node("n1", &[("disk", "ssd")], &[]))), r("daemonset_changed", "disk"));
+    assert_eq!(
+        reason_of(&one_pod(sel("disk", "nvme"), sel("disk", "ssd"), node("n1", &[("disk", "ssd")], &[]))),
+        r("daemonset_changed", "disk")
+    );
     // daemonset_changed comes before nfd_change.
-    assert_eq!(reason_of(&one_pod(sel(nfd, "false"), sel(nfd, "true"), node("n1", &[(nfd, "true")], &[]))), r("daemonset_changed", nfd));
+    assert_eq!(
+        reason_of(&one_pod(sel(nfd, "false"), sel(nfd, "true"), node("n1", &[(nfd, "true")], &[]))),
+        r("daemonset_changed", nfd)
+    );
     // The template pins another node.
-    assert_eq!(reason_of(&one_pod(json!({"nodeName": "n9"}), json!({}), node("n1", &[], &[]))), r("node_name_mismatch", "spec.nodeName"));
+    assert_eq!(
+        reason_of(&one_pod(json!({"nodeName": "n9"}), json!({}), node("n1", &[], &[]))),
+        r("node_name_mismatch", "spec.nodeName")
+    );
     // Placement is judged before taints.
-    assert_eq!(reason_of(&one_pod(sel("disk", "ssd"), sel("disk", "ssd"), node("n1", &[], &["ToBeDeletedByClusterAutoscaler=1:NoSchedule"]))), r("label_drift", "disk"));
+    assert_eq!(
+        reason_of(&one_pod(
+            sel("disk", "ssd"),
+            sel("disk", "ssd"),
+            node("n1", &[], &["ToBeDeletedByClusterAutoscaler=1:NoSchedule"])
+        )),
+        r("label_drift", "disk")
+    );
 }
 
 #[test]
 fn affinity_change_needs_the_revision() {
-    let aff = |zone: &str| json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]}]}}}});
+    let aff = |zone: &str| {
+        json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]}]}}}})
+    };
     let n1 = || node("n1", &[("zone", "a")], &[]);
     // With the pod's revision, the old affinity is known to accept the node.
     assert_eq!(reason_of(&one_pod(aff("b"), aff("a"), n1())), r("daemonset_changed", "zone"));
@@ -195,7 +247,8 @@ fn eligible_and_ineligible_counts() {
 #[test]
 fn updates_move_pods_in_and_out() {
     let ds = daemonset("agent", json!({}));
-    let mut index = cluster(vec![node("n1", &[], &[])], vec![ds.clone()], vec![], vec![daemon_pod(&ds, "n1", "h", true)]);
+    let mut index =
+        cluster(vec![node("n1", &[], &[])], vec![ds.clone()], vec![], vec![daemon_pod(&ds, "n1", "h", true)]);
     index.set_now(1_000);
     assert!(misscheduled(&index).is_empty());
     // A taint arrives: misscheduled, and the exporter saw it happen at `now`.
@@ -209,7 +262,8 @@ fn updates_move_pods_in_and_out() {
     apply(&mut index, updated.clone());
     assert_eq!(index.daemonsets()[0].misscheduled_pods()[0].since, 1_000);
     // The DaemonSet learns to tolerate it: the series goes away.
-    let tolerant = daemonset("agent", json!({"tolerations": [{"key": "ToBeDeletedByClusterAutoscaler", "operator": "Exists"}]}));
+    let tolerant =
+        daemonset("agent", json!({"tolerations": [{"key": "ToBeDeletedByClusterAutoscaler", "operator": "Exists"}]}));
     apply(&mut index, tolerant);
     assert!(misscheduled(&index).is_empty());
     apply(&mut index, ds.clone());
@@ -242,7 +296,8 @@ fn evidence_when_the_transition_was_not_seen() {
     // The autoscaler's taint value, not the time the exporter started.
     assert_eq!(index.daemonsets()[0].misscheduled_pods()[0].since, 1_767_225_700);
     // timeAdded for other taints; never before the pod existed (2026-01-01T00:00:00Z = 1767225600).
-    tainted.spec.as_mut().unwrap().taints = Some(vec![from(json!({"key": "x", "effect": "NoSchedule", "timeAdded": "2025-01-01T00:00:00Z"}))]);
+    tainted.spec.as_mut().unwrap().taints =
+        Some(vec![from(json!({"key": "x", "effect": "NoSchedule", "timeAdded": "2025-01-01T00:00:00Z"}))]);
     let mut index2 = Index::default();
     index2.set_now(1_767_300_000);
     list(&mut index2, vec![tainted]);
@@ -261,7 +316,12 @@ fn oldest_pod_decides_the_node_reason() {
     newer.metadata.name = Some("agent-newer".into());
     newer.metadata.uid = Some("newer".into());
     newer.metadata.creation_timestamp = Some(from(json!("2026-02-01T00:00:00Z")));
-    let index = cluster(vec![node("n1", &[("disk", "ssd")], &[])], vec![current], vec![], vec![newer, daemon_pod(&old, "n1", "old", true)]);
+    let index = cluster(
+        vec![node("n1", &[("disk", "ssd")], &[])],
+        vec![current],
+        vec![],
+        vec![newer, daemon_pod(&old, "n1", "old", true)],
+    );
     let by_reason = index.daemonsets()[0].misscheduled_nodes_by_reason();
     assert_eq!(by_reason.iter().sum::<u32>(), 1);
     assert_eq!(by_reason[misschedule_exporter::reason::Reason::DaemonSetChanged.index()], 1);
@@ -311,7 +371,12 @@ fn namespace_scoped_relists_leave_other_namespaces_alone() {
 #[test]
 fn malformed_objects_are_rejected_and_change_nothing() {
     let ds = daemonset("agent", json!({}));
-    let mut index = cluster(vec![node("n1", &[], &["x:NoSchedule"])], vec![ds.clone()], vec![], vec![daemon_pod(&ds, "n1", "h", true)]);
+    let mut index = cluster(
+        vec![node("n1", &[], &["x:NoSchedule"])],
+        vec![ds.clone()],
+        vec![],
+        vec![daemon_pod(&ds, "n1", "h", true)],
+    );
     let mut no_uid = daemon_pod(&ds, "n1", "h", true);
     no_uid.metadata.uid = None;
     let err = index.apply(Event::Apply(no_uid)).unwrap_err();

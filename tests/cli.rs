@@ -22,7 +22,15 @@ fn stderr(out: &Output) -> String {
 
 #[test]
 fn explain_json_on_a_snapshot() {
-    let out = exporter(&["explain", "--snapshot", "examples/cluster-autoscaler-drain.json", "-o", "json", "--daemonset", "datadog-agent"]);
+    let out = exporter(&[
+        "explain",
+        "--snapshot",
+        "examples/cluster-autoscaler-drain.json",
+        "-o",
+        "json",
+        "--daemonset",
+        "datadog-agent",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = rows.as_array().unwrap();
@@ -40,7 +48,11 @@ fn bad_snapshots_exit_5_naming_the_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let cases: [(&str, &[u8], &str); 4] = [
         ("truncated.json", br#"{"kind":"List","items":[{"kind":"Node""#, "not valid JSON"),
-        ("unknown.yaml", b"apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: x}\n", "unsupported kind \"Secret\""),
+        (
+            "unknown.yaml",
+            b"apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: x}\n",
+            "unsupported kind \"Secret\"",
+        ),
         ("broken.yaml", b"kind: Node\nmetadata: {name: [\n", "not valid YAML"),
         ("binary.json", b"\xff\xfe\x00garbage", "not UTF-8"),
     ];
@@ -110,8 +122,12 @@ fn serves_a_snapshot_and_shuts_down_on_sigterm() {
     assert!(ready.starts_with("HTTP/1.0 200"), "{ready}");
     let metrics = get("/metrics").unwrap();
     assert!(metrics.contains("content-type: application/openmetrics-text"), "{metrics}");
-    assert!(metrics.contains(r#"daemonset_misscheduled_nodes{namespace="monitoring",daemonset="datadog-agent",reason="autoscaler_drain"} 1"#));
-    assert!(metrics.contains(r#"daemonset_misscheduled_nodes{namespace="monitoring",daemonset="datadog-agent",reason="label_drift"} 0"#));
+    assert!(metrics.contains(
+        r#"daemonset_misscheduled_nodes{namespace="monitoring",daemonset="datadog-agent",reason="autoscaler_drain"} 1"#
+    ));
+    assert!(metrics.contains(
+        r#"daemonset_misscheduled_nodes{namespace="monitoring",daemonset="datadog-agent",reason="label_drift"} 0"#
+    ));
     assert!(metrics.contains(r#"daemonset_eligible_nodes{namespace="monitoring",daemonset="datadog-agent"} 2"#));
     assert!(metrics.trim_end().ends_with("# EOF"));
     let pid = child.id().to_string();

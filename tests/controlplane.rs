@@ -185,8 +185,10 @@ impl Cluster {
             let binding = json!({"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": pod.metadata.name.clone().unwrap()},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
-            let _: Result<Value, _> =
-                self.pods.create_subresource("binding", pod.metadata.name.as_deref().unwrap(), &PostParams::default(), &binding).await;
+            let _: Result<Value, _> = self
+                .pods
+                .create_subresource("binding", pod.metadata.name.as_deref().unwrap(), &PostParams::default(), &binding)
+                .await;
         }
     }
 
@@ -194,7 +196,8 @@ impl Cluster {
     async fn finish_terminating(&self) {
         let Ok(pods) = self.pods.list(&ListParams::default()).await else { return };
         for pod in pods.into_iter().filter(|p| p.metadata.deletion_timestamp.is_some()) {
-            let _ = self.pods.delete(pod.metadata.name.as_deref().unwrap(), &DeleteParams::default().grace_period(0)).await;
+            let _ =
+                self.pods.delete(pod.metadata.name.as_deref().unwrap(), &DeleteParams::default().grace_period(0)).await;
         }
     }
 
@@ -294,11 +297,16 @@ async fn create_scene(admin: &Cluster) {
         }))
         .unwrap()
     };
-    let zone = |z: &str| json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "zone", "operator": "In", "values": [z]}]}]}}});
+    let zone = |z: &str| {
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": [z]}]}]}}})
+    };
     for d in [
         ds("datadog-agent", json!({})),
-        ds("ssd-agent", json!({"nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "dedicated", "operator": "Exists"}]})),
+        ds(
+            "ssd-agent",
+            json!({"nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "dedicated", "operator": "Exists"}]}),
+        ),
         ds("avx-agent", json!({"nodeSelector": {AVX: "true"}})),
         ds("zone-agent", json!({"affinity": zone("a")})),
     ] {
@@ -343,7 +351,12 @@ async fn scenarios_match_the_real_daemonset_controller() {
     for round in 0..5 {
         let written = Instant::now();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-        admin.set_taints("n1", json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": now.to_string(), "effect": "NoSchedule"}])).await;
+        admin
+            .set_taints(
+                "n1",
+                json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": now.to_string(), "effect": "NoSchedule"}]),
+            )
+            .await;
         loop {
             if reported_rows(&exporter.metrics()).len() == ALL.len() {
                 latencies.push(written.elapsed());
@@ -352,7 +365,13 @@ async fn scenarios_match_the_real_daemonset_controller() {
             assert!(written.elapsed() < STEP_TIMEOUT, "drain taint never showed up on /metrics");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        expect(&admin, &exporter, "cluster-autoscaler drain", rows_on("n1", &ALL, "autoscaler_drain", "ToBeDeletedByClusterAutoscaler")).await;
+        expect(
+            &admin,
+            &exporter,
+            "cluster-autoscaler drain",
+            rows_on("n1", &ALL, "autoscaler_drain", "ToBeDeletedByClusterAutoscaler"),
+        )
+        .await;
         if round == 0 {
             record("cluster-autoscaler-drain").await;
         }
@@ -360,16 +379,34 @@ async fn scenarios_match_the_real_daemonset_controller() {
         expect(&admin, &exporter, "drain taint removed", BTreeSet::new()).await;
     }
     latencies.sort();
-    println!("taint-to-metric latency over {} writes: min {:?}, median {:?}, max {:?}", latencies.len(), latencies[0], latencies[latencies.len() / 2], latencies[latencies.len() - 1]);
+    println!(
+        "taint-to-metric latency over {} writes: min {:?}, median {:?}, max {:?}",
+        latencies.len(),
+        latencies[0],
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() - 1]
+    );
     assert!(latencies[latencies.len() - 1] < Duration::from_secs(1), "taint-to-metric latency above 1s: {latencies:?}");
 
     admin.set_taints("n1", json!([{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}])).await;
-    expect(&admin, &exporter, "karpenter disruption", rows_on("n1", &ALL, "autoscaler_drain", "karpenter.sh/disrupted")).await;
+    expect(
+        &admin,
+        &exporter,
+        "karpenter disruption",
+        rows_on("n1", &ALL, "autoscaler_drain", "karpenter.sh/disrupted"),
+    )
+    .await;
     admin.set_taints("n1", json!([])).await;
     expect(&admin, &exporter, "karpenter taint removed", BTreeSet::new()).await;
 
     admin.set_taints("n2", json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}])).await;
-    expect(&admin, &exporter, "custom NoSchedule taint", rows_on("n2", &["datadog-agent", "avx-agent", "zone-agent"], "taint_added", "dedicated")).await;
+    expect(
+        &admin,
+        &exporter,
+        "custom NoSchedule taint",
+        rows_on("n2", &["datadog-agent", "avx-agent", "zone-agent"], "taint_added", "dedicated"),
+    )
+    .await;
     record("taint-added").await;
 
     // The DaemonSet drops the toleration that let ssd-agent stay on n2.
@@ -379,7 +416,12 @@ async fn scenarios_match_the_real_daemonset_controller() {
     expect(&admin, &exporter, "toleration removed from DaemonSet", expected).await;
     record("toleration-removed").await;
     admin.set_taints("n2", json!([])).await;
-    admin.patch_daemonset("ssd-agent", json!({"spec": {"template": {"spec": {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}}}})).await;
+    admin
+        .patch_daemonset(
+            "ssd-agent",
+            json!({"spec": {"template": {"spec": {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}}}}),
+        )
+        .await;
     admin.finish_terminating().await;
     expect(&admin, &exporter, "taint and toleration restored", BTreeSet::new()).await;
 
@@ -407,18 +449,26 @@ async fn scenarios_match_the_real_daemonset_controller() {
     expect(&admin, &exporter, "NFD label restored", BTreeSet::new()).await;
 
     // The DaemonSet's nodeSelector changes under its pods.
-    admin.patch_daemonset("ssd-agent", json!({"spec": {"template": {"spec": {"nodeSelector": {"disk": "nvme"}}}}})).await;
-    expect(&admin, &exporter, "DaemonSet nodeSelector changed", rows_on_all("ssd-agent", "daemonset_changed", "disk")).await;
+    admin
+        .patch_daemonset("ssd-agent", json!({"spec": {"template": {"spec": {"nodeSelector": {"disk": "nvme"}}}}}))
+        .await;
+    expect(&admin, &exporter, "DaemonSet nodeSelector changed", rows_on_all("ssd-agent", "daemonset_changed", "disk"))
+        .await;
     record("daemonset-selector-changed").await;
-    admin.patch_daemonset("ssd-agent", json!({"spec": {"template": {"spec": {"nodeSelector": {"disk": "ssd"}}}}})).await;
+    admin
+        .patch_daemonset("ssd-agent", json!({"spec": {"template": {"spec": {"nodeSelector": {"disk": "ssd"}}}}}))
+        .await;
     admin.finish_terminating().await;
     expect(&admin, &exporter, "nodeSelector restored", BTreeSet::new()).await;
 
     // A required node-affinity change: only the ControllerRevision knows the old affinity.
-    let zone = |z: &str| json!({"spec": {"template": {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "zone", "operator": "In", "values": [z]}]}]}}}}}}});
+    let zone = |z: &str| {
+        json!({"spec": {"template": {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": [z]}]}]}}}}}}})
+    };
     admin.patch_daemonset("zone-agent", zone("b")).await;
-    expect(&admin, &exporter, "required affinity changed", rows_on_all("zone-agent", "daemonset_changed", "zone")).await;
+    expect(&admin, &exporter, "required affinity changed", rows_on_all("zone-agent", "daemonset_changed", "zone"))
+        .await;
     record("affinity-changed").await;
     admin.patch_daemonset("zone-agent", zone("a")).await;
     admin.finish_terminating().await;
@@ -430,12 +480,21 @@ async fn scenarios_match_the_real_daemonset_controller() {
     admin.patch_node("n1", json!({"spec": {"unschedulable": null, "taints": []}})).await;
 
     // Deleting a misscheduled pod, then a node, leaves no stale series.
-    admin.set_taints("n1", json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": "1", "effect": "NoSchedule"}])).await;
-    expect(&admin, &exporter, "drain again", rows_on("n1", &ALL, "autoscaler_drain", "ToBeDeletedByClusterAutoscaler")).await;
+    admin
+        .set_taints("n1", json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": "1", "effect": "NoSchedule"}]))
+        .await;
+    expect(&admin, &exporter, "drain again", rows_on("n1", &ALL, "autoscaler_drain", "ToBeDeletedByClusterAutoscaler"))
+        .await;
     let pods = admin.pods.list(&ListParams::default().labels("app=datadog-agent")).await.unwrap();
     let on_n1 = pods.into_iter().find(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some("n1")).unwrap();
     admin.pods.delete(on_n1.metadata.name.as_deref().unwrap(), &DeleteParams::default().grace_period(0)).await.unwrap();
-    expect(&admin, &exporter, "misscheduled pod deleted", rows_on("n1", &["ssd-agent", "avx-agent", "zone-agent"], "autoscaler_drain", "ToBeDeletedByClusterAutoscaler")).await;
+    expect(
+        &admin,
+        &exporter,
+        "misscheduled pod deleted",
+        rows_on("n1", &["ssd-agent", "avx-agent", "zone-agent"], "autoscaler_drain", "ToBeDeletedByClusterAutoscaler"),
+    )
+    .await;
     admin.nodes.delete("n1", &DeleteParams::default()).await.unwrap();
     // The controller keeps counting a deleted node until something resyncs the DaemonSet.
     tokio::time::sleep(Duration::from_millis(500)).await;

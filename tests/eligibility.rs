@@ -40,7 +40,12 @@ fn expr(key: &str, op: &str, values: &[&str]) -> Value {
 fn node_name() {
     check("no nodeName", json!({}), node("n1", &[], &[]), RUN);
     check("same nodeName", json!({"nodeName": "n1"}), node("n1", &[], &[]), RUN);
-    check("other nodeName", json!({"nodeName": "n2"}), node("n1", &[], &[]), (false, false, "node_name", "spec.nodeName"));
+    check(
+        "other nodeName",
+        json!({"nodeName": "n2"}),
+        node("n1", &[], &[]),
+        (false, false, "node_name", "spec.nodeName"),
+    );
 }
 
 #[test]
@@ -49,8 +54,18 @@ fn node_selector() {
     check("all pairs match", json!({"nodeSelector": {"disk": "ssd", "zone": "a"}}), n(), RUN);
     check("value differs", json!({"nodeSelector": {"disk": "hdd"}}), n(), (false, false, "node_selector", "disk"));
     check("label missing", json!({"nodeSelector": {"gpu": "true"}}), n(), (false, false, "node_selector", "gpu"));
-    check("first failing key, in key order", json!({"nodeSelector": {"zz": "1", "aa": "1"}}), n(), (false, false, "node_selector", "aa"));
-    check("empty value needs the label", json!({"nodeSelector": {"edge": ""}}), n(), (false, false, "node_selector", "edge"));
+    check(
+        "first failing key, in key order",
+        json!({"nodeSelector": {"zz": "1", "aa": "1"}}),
+        n(),
+        (false, false, "node_selector", "aa"),
+    );
+    check(
+        "empty value needs the label",
+        json!({"nodeSelector": {"edge": ""}}),
+        n(),
+        (false, false, "node_selector", "edge"),
+    );
 }
 
 #[test]
@@ -84,22 +99,59 @@ fn node_affinity_terms() {
     let n = || node("n1", &[("zone", "a"), ("disk", "ssd")], &[]);
     let na = |key: &'static str| (false, false, "node_affinity", key);
     let t = |exprs: Vec<Value>| json!({"matchExpressions": exprs});
-    check("expressions are ANDed", affinity(json!([t(vec![expr("zone", "In", &["a"]), expr("disk", "In", &["hdd"])])])), n(), na("disk"));
-    check("terms are ORed", affinity(json!([t(vec![expr("zone", "In", &["b"])]), t(vec![expr("disk", "In", &["ssd"])])])), n(), RUN);
-    check("all terms fail: first term's key", affinity(json!([t(vec![expr("zone", "In", &["b"])]), t(vec![expr("disk", "In", &["nvme"])])])), n(), na("zone"));
+    check(
+        "expressions are ANDed",
+        affinity(json!([t(vec![expr("zone", "In", &["a"]), expr("disk", "In", &["hdd"])])])),
+        n(),
+        na("disk"),
+    );
+    check(
+        "terms are ORed",
+        affinity(json!([t(vec![expr("zone", "In", &["b"])]), t(vec![expr("disk", "In", &["ssd"])])])),
+        n(),
+        RUN,
+    );
+    check(
+        "all terms fail: first term's key",
+        affinity(json!([t(vec![expr("zone", "In", &["b"])]), t(vec![expr("disk", "In", &["nvme"])])])),
+        n(),
+        na("zone"),
+    );
     check("empty term matches nothing", affinity(json!([{}])), n(), na(""));
     check("empty term ORed with a matching one", affinity(json!([{}, t(vec![expr("zone", "Exists", &[])])])), n(), RUN);
     check("no terms matches nothing", affinity(json!([])), n(), na(""));
     check("required absent", json!({"affinity": {"nodeAffinity": {}}}), n(), RUN);
-    check("preferred only is ignored", json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 1, "preference": {"matchExpressions": [expr("zone", "In", &["z"])]}}]}}}), n(), RUN);
+    check(
+        "preferred only is ignored",
+        json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": {"matchExpressions": [expr("zone", "In", &["z"])]}}]}}}),
+        n(),
+        RUN,
+    );
     let field = |op: &str, v: &str| json!({"matchFields": [{"key": "metadata.name", "operator": op, "values": [v]}]});
     check("matchFields In own name", affinity(json!([field("In", "n1")])), n(), RUN);
     check("matchFields In other name", affinity(json!([field("In", "n2")])), n(), na("metadata.name"));
     check("matchFields NotIn", affinity(json!([field("NotIn", "n2")])), n(), RUN);
-    check("matchFields on another field", affinity(json!([{"matchFields": [{"key": "spec.unschedulable", "operator": "In", "values": ["n1"]}]}])), n(), na("spec.unschedulable"));
-    check("expressions and fields ANDed", affinity(json!([{"matchExpressions": [expr("zone", "In", &["a"])], "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}])), n(), na("metadata.name"));
-    check("nodeSelector checked before affinity", json!({"nodeSelector": {"disk": "hdd"}, "affinity": affinity(json!([t(vec![expr("zone", "In", &["b"])])]))["affinity"]}), n(), (false, false, "node_selector", "disk"));
+    check(
+        "matchFields on another field",
+        affinity(json!([{"matchFields": [{"key": "spec.unschedulable", "operator": "In", "values": ["n1"]}]}])),
+        n(),
+        na("spec.unschedulable"),
+    );
+    check(
+        "expressions and fields ANDed",
+        affinity(
+            json!([{"matchExpressions": [expr("zone", "In", &["a"])], "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]),
+        ),
+        n(),
+        na("metadata.name"),
+    );
+    check(
+        "nodeSelector checked before affinity",
+        json!({"nodeSelector": {"disk": "hdd"}, "affinity": affinity(json!([t(vec![expr("zone", "In", &["b"])])]))["affinity"]}),
+        n(),
+        (false, false, "node_selector", "disk"),
+    );
 }
 
 #[test]
@@ -109,20 +161,55 @@ fn taints() {
     check("PreferNoSchedule never blocks", json!({}), node("n1", &[], &["dedicated=x:PreferNoSchedule"]), RUN);
     check("NoSchedule keeps the pod", json!({}), node("n1", &[], &["dedicated=x:NoSchedule"]), no_sched);
     check("NoExecute deletes the pod", json!({}), node("n1", &[], &["dedicated=x:NoExecute"]), no_exec);
-    check("any NoExecute makes it (false,false)", json!({}), node("n1", &[], &["dedicated=x:NoSchedule", "other:NoExecute"]), no_exec);
+    check(
+        "any NoExecute makes it (false,false)",
+        json!({}),
+        node("n1", &[], &["dedicated=x:NoSchedule", "other:NoExecute"]),
+        no_exec,
+    );
     check("unknown effect ignored", json!({}), node("n1", &[], &["dedicated=x:Sometimes"]), RUN);
     let tol = |t: Value| json!({"tolerations": [t]});
     let n = || node("n1", &[], &["dedicated=x:NoSchedule"]);
-    check("Equal same value", tol(json!({"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"})), n(), RUN);
+    check(
+        "Equal same value",
+        tol(json!({"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"})),
+        n(),
+        RUN,
+    );
     check("empty operator is Equal", tol(json!({"key": "dedicated", "value": "x"})), n(), RUN);
     check("Equal other value", tol(json!({"key": "dedicated", "operator": "Equal", "value": "y"})), n(), no_sched);
     check("Exists ignores value", tol(json!({"key": "dedicated", "operator": "Exists"})), n(), RUN);
-    check("empty effect matches all effects", tol(json!({"key": "dedicated", "operator": "Exists"})), node("n1", &[], &["dedicated:NoExecute"]), RUN);
-    check("effect must agree", tol(json!({"key": "dedicated", "operator": "Exists", "effect": "NoExecute"})), n(), no_sched);
-    check("empty key with Exists tolerates everything", tol(json!({"operator": "Exists"})), node("n1", &[], &["a:NoSchedule", "b:NoExecute"]), RUN);
+    check(
+        "empty effect matches all effects",
+        tol(json!({"key": "dedicated", "operator": "Exists"})),
+        node("n1", &[], &["dedicated:NoExecute"]),
+        RUN,
+    );
+    check(
+        "effect must agree",
+        tol(json!({"key": "dedicated", "operator": "Exists", "effect": "NoExecute"})),
+        n(),
+        no_sched,
+    );
+    check(
+        "empty key with Exists tolerates everything",
+        tol(json!({"operator": "Exists"})),
+        node("n1", &[], &["a:NoSchedule", "b:NoExecute"]),
+        RUN,
+    );
     check("other key", tol(json!({"key": "other", "operator": "Exists"})), n(), no_sched);
-    check("alpha Gt operator tolerates nothing", tol(json!({"key": "dedicated", "operator": "Gt", "value": "1"})), n(), no_sched);
-    check("tolerationSeconds plays no part", tol(json!({"key": "dedicated", "operator": "Exists", "tolerationSeconds": 0})), n(), RUN);
+    check(
+        "alpha Gt operator tolerates nothing",
+        tol(json!({"key": "dedicated", "operator": "Gt", "value": "1"})),
+        n(),
+        no_sched,
+    );
+    check(
+        "tolerationSeconds plays no part",
+        tol(json!({"key": "dedicated", "operator": "Exists", "tolerationSeconds": 0})),
+        n(),
+        RUN,
+    );
     check("placement before taints", json!({"nodeSelector": {"a": "b"}}), n(), (false, false, "node_selector", "a"));
 }
 
@@ -139,11 +226,31 @@ fn default_tolerations() {
         check(taint, json!({}), node("n1", &[], &[taint]), RUN);
     }
     // Only with the listed effect: not-ready as NoSchedule is not tolerated by default.
-    check("not-ready NoSchedule", json!({}), node("n1", &[], &["node.kubernetes.io/not-ready:NoSchedule"]), (false, true, "taint", "node.kubernetes.io/not-ready"));
-    check("unreachable NoSchedule", json!({}), node("n1", &[], &["node.kubernetes.io/unreachable:NoSchedule"]), (false, true, "taint", "node.kubernetes.io/unreachable"));
-    check("unschedulable NoExecute", json!({}), node("n1", &[], &["node.kubernetes.io/unschedulable:NoExecute"]), (false, false, "taint", "node.kubernetes.io/unschedulable"));
+    check(
+        "not-ready NoSchedule",
+        json!({}),
+        node("n1", &[], &["node.kubernetes.io/not-ready:NoSchedule"]),
+        (false, true, "taint", "node.kubernetes.io/not-ready"),
+    );
+    check(
+        "unreachable NoSchedule",
+        json!({}),
+        node("n1", &[], &["node.kubernetes.io/unreachable:NoSchedule"]),
+        (false, true, "taint", "node.kubernetes.io/unreachable"),
+    );
+    check(
+        "unschedulable NoExecute",
+        json!({}),
+        node("n1", &[], &["node.kubernetes.io/unschedulable:NoExecute"]),
+        (false, false, "taint", "node.kubernetes.io/unschedulable"),
+    );
     let net = "node.kubernetes.io/network-unavailable:NoSchedule";
-    check("network-unavailable without hostNetwork", json!({}), node("n1", &[], &[net]), (false, true, "taint", "node.kubernetes.io/network-unavailable"));
+    check(
+        "network-unavailable without hostNetwork",
+        json!({}),
+        node("n1", &[], &[net]),
+        (false, true, "taint", "node.kubernetes.io/network-unavailable"),
+    );
     check("network-unavailable with hostNetwork", json!({"hostNetwork": true}), node("n1", &[], &[net]), RUN);
 }
 

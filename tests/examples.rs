@@ -42,10 +42,20 @@ fn every_example_matches_the_controller_status() {
         let index = load(&name);
         for view in index.daemonsets() {
             let status = view.ds.status.expect("recorded DaemonSets have a status");
-            assert_eq!(view.misscheduled_node_count() as i64, status.number_misscheduled, "{name}: {}", view.ds.id.name);
+            assert_eq!(
+                view.misscheduled_node_count() as i64,
+                status.number_misscheduled,
+                "{name}: {}",
+                view.ds.id.name
+            );
             let by_reason: u32 = view.misscheduled_nodes_by_reason().iter().sum();
             assert_eq!(i64::from(by_reason), status.number_misscheduled, "{name}: {} by reason", view.ds.id.name);
-            assert_eq!(view.eligible_nodes() as i64, status.desired_number_scheduled, "{name}: {} desired", view.ds.id.name);
+            assert_eq!(
+                view.eligible_nodes() as i64,
+                status.desired_number_scheduled,
+                "{name}: {} desired",
+                view.ds.id.name
+            );
         }
         checked += 1;
     }
@@ -56,7 +66,10 @@ fn every_example_matches_the_controller_status() {
 fn every_example_has_its_reason() {
     let drain = "ToBeDeletedByClusterAutoscaler";
     assert_eq!(rows(&load("cluster-autoscaler-drain.json")), on("n1", &ALL, "autoscaler_drain", drain));
-    assert_eq!(rows(&load("taint-added.json")), on("n2", &["avx-agent", "datadog-agent", "zone-agent"], "taint_added", "dedicated"));
+    assert_eq!(
+        rows(&load("taint-added.json")),
+        on("n2", &["avx-agent", "datadog-agent", "zone-agent"], "taint_added", "dedicated")
+    );
     let mut tol = on("n2", &["avx-agent", "datadog-agent", "zone-agent"], "taint_added", "dedicated");
     tol.extend(on("n2", &["ssd-agent"], "daemonset_changed", "dedicated"));
     assert_eq!(rows(&load("toleration-removed.json")), tol);

@@ -12,7 +12,8 @@ use proptest::prelude::*;
 use serde_json::json;
 use support::*;
 
-const TAINTS: [&str; 4] = ["x:NoSchedule", "y:NoExecute", "ToBeDeletedByClusterAutoscaler=1:NoSchedule", "z:PreferNoSchedule"];
+const TAINTS: [&str; 4] =
+    ["x:NoSchedule", "y:NoExecute", "ToBeDeletedByClusterAutoscaler=1:NoSchedule", "z:PreferNoSchedule"];
 
 #[derive(Clone, Debug)]
 enum Op {

@@ -47,11 +47,13 @@ ensure_deb_src() {
 }
 
 build() {
+  # Needed to run the control plane, whether or not the binaries are cached.
+  apt_install etcd-server openssl curl
   if [ -x "$BIN_DIR/kube-apiserver" ] && [ -x "$BIN_DIR/kube-controller-manager" ]; then
     log "using cached binaries in $BIN_DIR"
     return 0
   fi
-  apt_install etcd-server golang-go rsync openssl dpkg-dev curl ca-certificates
+  apt_install golang-go rsync dpkg-dev ca-certificates
   ensure_deb_src
   if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
 

@@ -22,7 +22,9 @@ pub fn node(name: &str, labels: &[(&str, &str)], taints: &[&str]) -> Node {
             json!({"key": key, "value": value, "effect": effect})
         })
         .collect();
-    from(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}}))
+    from(
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}}),
+    )
 }
 
 /// A DaemonSet `ns/name` (uid `uid-name`) selecting `app=name`, with `pod_spec` as its template's spec.
@@ -98,7 +100,12 @@ pub const NOW: i64 = 1_780_272_000;
 
 /// An index synced with the given objects.
 /// Its clock reads `NOW` (2026-06-01T00:00:00Z), after every object's creation.
-pub fn cluster(nodes: Vec<Node>, daemonsets: Vec<DaemonSet>, revisions: Vec<ControllerRevision>, pods: Vec<Pod>) -> Index {
+pub fn cluster(
+    nodes: Vec<Node>,
+    daemonsets: Vec<DaemonSet>,
+    revisions: Vec<ControllerRevision>,
+    pods: Vec<Pod>,
+) -> Index {
     let mut index = Index::default();
     index.set_now(NOW);
     list(&mut index, nodes);

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Run the exporter on a bundled snapshot (no cluster needed): print `explain`,
+# then serve /metrics and show the exporter's series. Pass --serve to keep serving.
+#   SNAPSHOT=examples/label-drift.json scripts/demo.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+snapshot=${SNAPSHOT:-examples/cluster-autoscaler-drain.json}
+listen=${LISTEN:-127.0.0.1:18493}
+cargo build --release --locked --quiet
+bin=target/release/misschedule-exporter
+
+echo "== misschedule-exporter explain --snapshot $snapshot"
+"$bin" explain --snapshot "$snapshot"
+
+if [ "${1:-}" = "--serve" ]; then
+  echo "== serving $snapshot on http://$listen/metrics (Ctrl-C to stop)"
+  exec "$bin" --snapshot "$snapshot" --listen "$listen"
+fi
+
+"$bin" --snapshot "$snapshot" --listen "$listen" 2>/dev/null &
+pid=$!
+trap 'kill $pid 2>/dev/null || true' EXIT
+for _ in $(seq 50); do curl -sf "http://$listen/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+echo
+echo "== GET http://$listen/metrics (daemonset_* series)"
+curl -sf "http://$listen/metrics" | grep '^daemonset_misscheduled'
