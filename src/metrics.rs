@@ -14,7 +14,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::index::{Index, Resource};
+use crate::index::{Index, MisscheduledPod, Resource};
+use crate::model::DaemonSet;
 use crate::reason::Reason;
 
 pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -150,6 +151,17 @@ fn gauges<L: EncodeLabelSet, V: prometheus_client::encoding::EncodeGaugeValue + 
     Ok(())
 }
 
+/// The labels every per-pod series has.
+fn pod_labels<'a>(ds: &'a DaemonSet, p: &'a MisscheduledPod<'_>) -> [(&'static str, &'a str); 5] {
+    [
+        ("namespace", &ds.id.namespace),
+        ("daemonset", &ds.id.name),
+        ("pod", &p.pod.id.name),
+        ("node", p.node),
+        ("reason", p.classification.reason.as_str()),
+    ]
+}
+
 impl Collector for ClusterCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let index = self.shared.read();
@@ -161,32 +173,13 @@ impl Collector for ClusterCollector {
             &mut encoder,
             "daemonset_misscheduled_pod_info",
             "A daemon pod on a node its DaemonSet should not run on, with the reason and the label or taint key behind it",
-            pods().map(|(ds, p)| {
-                let labels = [
-                    ("namespace", &*ds.id.namespace),
-                    ("daemonset", &*ds.id.name),
-                    ("pod", &*p.pod.id.name),
-                    ("node", &**p.node),
-                    ("reason", p.classification.reason.as_str()),
-                    ("key", &*p.classification.key),
-                ];
-                (labels, 1)
-            }),
+            pods().map(|(ds, p)| ((pod_labels(ds, p), [("key", &*p.classification.key)]), 1)),
         )?;
         gauges(
             &mut encoder,
             "daemonset_misscheduled_pod_since_timestamp_seconds",
             "When the pod became misscheduled (unix seconds): seen by the exporter, or else the best evidence in the objects",
-            pods().map(|(ds, p)| {
-                let labels = [
-                    ("namespace", &*ds.id.namespace),
-                    ("daemonset", &*ds.id.name),
-                    ("pod", &*p.pod.id.name),
-                    ("node", &**p.node),
-                    ("reason", p.classification.reason.as_str()),
-                ];
-                (labels, p.since)
-            }),
+            pods().map(|(ds, p)| (pod_labels(ds, p), p.since)),
         )?;
         gauges(
             &mut encoder,
