@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -223,26 +223,31 @@ impl Cluster {
         }
     }
 
-    /// `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json`, minus managedFields.
-    async fn record(&self, dir: &Path, name: &str) {
-        let mut items: Vec<Value> = Vec::new();
-        fn push<T: serde::Serialize>(items: &mut Vec<Value>, list: Vec<T>) {
-            for obj in list {
-                let mut value = serde_json::to_value(obj).unwrap();
-                if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-                    meta.remove("managedFields");
-                }
-                items.push(value);
+    /// `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json`, exactly what a
+    /// user would feed to `--snapshot`, minus managedFields (noise kubectl 1.20 still prints).
+    fn record(kubeconfig: &str, dir: &Path, name: &str) {
+        let out = Command::new("kubectl")
+            .args(["--kubeconfig", kubeconfig, "get", "nodes,daemonsets,controllerrevisions,pods", "-A", "-o", "json"])
+            .output()
+            .expect("RECORD_SNAPSHOTS needs kubectl (scripts/record-examples.sh installs it)");
+        assert!(out.status.success(), "kubectl failed: {}", String::from_utf8_lossy(&out.stderr));
+        let mut list: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for item in list["items"].as_array_mut().unwrap() {
+            if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("managedFields");
             }
         }
-        let lp = ListParams::default();
-        push(&mut items, self.nodes.list(&lp).await.unwrap().items);
-        push(&mut items, self.daemonsets.list(&lp).await.unwrap().items);
-        push(&mut items, Api::<ControllerRevision>::namespaced(self.client.clone(), NS).list(&lp).await.unwrap().items);
-        push(&mut items, self.pods.list(&lp).await.unwrap().items);
-        let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items});
         std::fs::create_dir_all(dir).unwrap();
         std::fs::write(dir.join(format!("{name}.json")), serde_json::to_string_pretty(&list).unwrap() + "\n").unwrap();
+        if name == "cluster-autoscaler-drain" {
+            // One scene also as raw `-o yaml`, managedFields and all, to keep the YAML path honest.
+            let yaml = Command::new("kubectl")
+                .args(["--kubeconfig", kubeconfig, "get", "nodes,daemonsets,controllerrevisions,pods", "-A", "-o", "yaml"])
+                .output()
+                .unwrap();
+            assert!(yaml.status.success());
+            std::fs::write(dir.join(format!("{name}.yaml")), yaml.stdout).unwrap();
+        }
     }
 }
 
@@ -328,14 +333,12 @@ async fn scenarios_match_the_real_daemonset_controller() {
     create_scene(&admin).await;
     let exporter = Exporter::start(cp.get("EXPORTER_KUBECONFIG"));
     let record_dir = std::env::var_os("RECORD_SNAPSHOTS").map(PathBuf::from);
+    let admin_kubeconfig = cp.get("ADMIN_KUBECONFIG").to_owned();
     let record = |name: &'static str| {
-        let dir = record_dir.clone();
-        let admin = &admin;
-        async move {
-            if let Some(dir) = dir {
-                admin.record(&dir, name).await;
-            }
+        if let Some(dir) = &record_dir {
+            Cluster::record(&admin_kubeconfig, dir, name);
         }
+        std::future::ready(())
     };
 
     // The exporter's unprivileged token is enough to become ready.
