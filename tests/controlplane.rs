@@ -242,7 +242,15 @@ impl Cluster {
         if name == "cluster-autoscaler-drain" {
             // One scene also as raw `-o yaml`, managedFields and all, to keep the YAML path honest.
             let yaml = Command::new("kubectl")
-                .args(["--kubeconfig", kubeconfig, "get", "nodes,daemonsets,controllerrevisions,pods", "-A", "-o", "yaml"])
+                .args([
+                    "--kubeconfig",
+                    kubeconfig,
+                    "get",
+                    "nodes,daemonsets,controllerrevisions,pods",
+                    "-A",
+                    "-o",
+                    "yaml",
+                ])
                 .output()
                 .unwrap();
             assert!(yaml.status.success());
@@ -377,6 +385,7 @@ async fn scenarios_match_the_real_daemonset_controller() {
         .await;
         if round == 0 {
             record("cluster-autoscaler-drain").await;
+            explain_live(cp.get("EXPORTER_KUBECONFIG"));
         }
         admin.set_taints("n1", json!([])).await;
         expect(&admin, &exporter, "drain taint removed", BTreeSet::new()).await;
@@ -503,6 +512,33 @@ async fn scenarios_match_the_real_daemonset_controller() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     admin.resync().await;
     expect(&admin, &exporter, "node deleted", BTreeSet::new()).await;
+}
+
+/// `explain -o json` against the live cluster, with the exporter's unprivileged token.
+fn explain_live(kubeconfig: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
+        .args(["explain", "--kubeconfig", kubeconfig, "-n", NS, "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "explain failed: {}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let got: BTreeSet<Row> = rows
+        .iter()
+        .map(|r| {
+            row(
+                r["daemonset"].as_str().unwrap(),
+                r["node"].as_str().unwrap(),
+                r["reason"].as_str().unwrap(),
+                r["key"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, rows_on("n1", &ALL, "autoscaler_drain", "ToBeDeletedByClusterAutoscaler"));
+    assert!(
+        rows.iter()
+            .all(|r| r["fix"].as_str().unwrap().contains("add toleration ToBeDeletedByClusterAutoscaler:NoSchedule"))
+    );
+    println!("live explain: {} rows", rows.len());
 }
 
 fn rows_on_all(ds: &str, reason: &str, key: &str) -> BTreeSet<Row> {
