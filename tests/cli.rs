@@ -1,10 +1,13 @@
 //! The binary: snapshot mode, `explain -o json`, and clear errors with
 //! documented exit codes (docs/operations.md) instead of panics.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+mod support;
+
+use support::http;
 
 fn exporter(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
@@ -96,7 +99,7 @@ fn configuration_errors_have_their_own_exit_codes() {
 
 #[test]
 fn serves_a_snapshot_and_shuts_down_on_sigterm() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = http::free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
         .args(["--snapshot", "examples/cluster-autoscaler-drain.json", "--listen", &format!("127.0.0.1:{port}")])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -104,24 +107,9 @@ fn serves_a_snapshot_and_shuts_down_on_sigterm() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let get = |path: &str| -> Option<String> {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-        write!(s, "GET {path} HTTP/1.0\r\n\r\n").ok()?;
-        let mut body = String::new();
-        s.read_to_string(&mut body).ok()?;
-        Some(body)
-    };
-    let started = Instant::now();
-    let ready = loop {
-        if let Some(r) = get("/readyz") {
-            break r;
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "never served");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(ready.starts_with("HTTP/1.0 200"), "{ready}");
-    let metrics = get("/metrics").unwrap();
-    assert!(metrics.contains("content-type: application/openmetrics-text"), "{metrics}");
+    http::wait_ok(port, "/readyz", Duration::from_secs(10));
+    let (_, headers, metrics) = http::get_with_headers(port, "/metrics").unwrap();
+    assert!(headers.contains("content-type: application/openmetrics-text; version=1.0.0"), "{headers}");
     assert!(metrics.contains(
         r#"daemonset_misscheduled_nodes{namespace="monitoring",daemonset="datadog-agent",reason="autoscaler_drain"} 1"#
     ));

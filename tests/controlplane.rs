@@ -9,8 +9,6 @@
 //! Set RECORD_SNAPSHOTS=DIR to write the scenes to DIR (that is how `examples/` is made).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,6 +20,9 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
 use serde_json::{Value, json};
+use support::http;
+
+mod support;
 
 const NS: &str = "monitoring";
 const NODES: [&str; 3] = ["n1", "n2", "n3"];
@@ -76,7 +77,7 @@ struct Exporter {
 
 impl Exporter {
     fn start(kubeconfig: &str) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = http::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
             .args(["--kubeconfig", kubeconfig, "--listen", &format!("127.0.0.1:{port}")])
             .env("RUST_LOG", "warn")
@@ -87,14 +88,7 @@ impl Exporter {
     }
 
     fn get(&self, path: &str) -> Option<(u16, String)> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).ok()?;
-        let status = response.split(' ').nth(1)?.parse().ok()?;
-        let body = response.split_once("\r\n\r\n")?.1.to_owned();
-        Some((status, body))
+        http::get(self.port, path)
     }
 
     fn metrics(&self) -> String {

@@ -1,5 +1,8 @@
-//! Hand-built API objects shaped the way the DaemonSet controller writes them.
+//! Test support: hand-built API objects shaped the way the DaemonSet controller
+//! writes them, and a small HTTP client.
 #![allow(dead_code)]
+
+pub mod http;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
