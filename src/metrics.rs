@@ -34,9 +34,12 @@ pub struct Telemetry {
     last_event: [AtomicI64; 4],
 }
 
+/// Every watch event type, as the `type` label spells it.
+pub const EVENT_TYPES: [&str; 5] = ["init", "init_apply", "init_done", "apply", "delete"];
+
 impl Default for Telemetry {
     fn default() -> Self {
-        Self {
+        let telemetry = Self {
             watch_events: Family::default(),
             watch_errors: Family::default(),
             invalid_objects: Family::default(),
@@ -44,7 +47,16 @@ impl Default for Telemetry {
             apply_duration: Histogram::new(exponential_buckets(1e-6, 4.0, 11)),
             healthy: std::array::from_fn(|_| AtomicBool::new(true)),
             last_event: std::array::from_fn(|_| AtomicI64::new(0)),
+        };
+        // Counters exist at zero from the start, so rate() and alerts see "none yet", not "no data".
+        for resource in Resource::ALL {
+            for kind in EVENT_TYPES {
+                telemetry.watch_events.get_or_create(&[("resource", resource.as_str()), ("type", kind)]);
+            }
+            telemetry.watch_errors.get_or_create(&[("resource", resource.as_str())]);
+            telemetry.invalid_objects.get_or_create(&[("resource", resource.as_str())]);
         }
+        telemetry
     }
 }
 

@@ -107,6 +107,7 @@ where
     }
 }
 
+/// The `type` label of `misschedule_exporter_watch_events_total` (see `metrics::EVENT_TYPES`).
 fn event_type<K>(event: &Event<K>) -> &'static str {
     match event {
         Event::Apply(_) => "apply",

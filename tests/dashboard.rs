@@ -1,0 +1,159 @@
+//! The Grafana dashboard against what the exporter really emits: a real
+//! Prometheus (Debian's) scrapes the exporter in snapshot mode, and every panel
+//! query, with its variables substituted, must return data.
+
+mod support;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::http;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn dashboard() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(format!("{ROOT}/dashboards/misschedule-exporter.json")).unwrap())
+        .unwrap()
+}
+
+/// Every (panel title, expr) in the dashboard.
+fn queries(dashboard: &Value) -> Vec<(String, String)> {
+    dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| {
+            let title = p["title"].as_str().unwrap().to_owned();
+            p["targets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |t| (title.clone(), t["expr"].as_str().unwrap().to_owned()))
+        })
+        .collect()
+}
+
+/// What Grafana would send: the hidden cluster variable is empty (single cluster),
+/// the namespace and daemonset variables are "All", and the rate interval is four scrapes.
+fn substitute(expr: &str) -> String {
+    expr.replace("$cluster", "")
+        .replace("$namespace", ".*")
+        .replace("$daemonset", ".*")
+        .replace("$__rate_interval", "4s")
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn query(port: u16, expr: &str) -> Vec<Value> {
+    let (status, body) = http::get(port, &format!("/api/v1/query?query={}", urlencode(expr))).unwrap();
+    assert_eq!(status, 200, "{expr}: {body}");
+    let response: Value = serde_json::from_str(&body).unwrap();
+    response["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn dashboard_follows_mixin_conventions() {
+    let d = dashboard();
+    assert_eq!(d["uid"], "misschedule-exporter");
+    let vars = d["templating"]["list"].as_array().unwrap();
+    let var = |name: &str| vars.iter().find(|v| v["name"] == name).unwrap_or_else(|| panic!("no ${name} variable"));
+    assert_eq!(var("datasource")["type"], "datasource");
+    assert_eq!(var("datasource")["query"], "prometheus");
+    assert_eq!(var("cluster")["hide"], 2, "the cluster variable is hidden");
+    for panel in d["panels"].as_array().unwrap() {
+        assert_eq!(panel["datasource"]["uid"], "${datasource}", "{}", panel["title"]);
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            assert!(expr.contains("cluster=\"$cluster\""), "{}: {expr} ignores $cluster", panel["title"]);
+            if expr.contains("rate(") {
+                assert!(expr.contains("[$__rate_interval]"), "{}: {expr}", panel["title"]);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_panel_query_returns_data_from_a_real_prometheus() {
+    let dir = std::env::temp_dir().join(format!("misschedule-prom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exporter_port = http::free_port();
+    // label-drift has a misscheduled pod and an ineligible node: every panel has something to show.
+    let _exporter = Process(
+        Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
+            .args(["--snapshot", "examples/label-drift.json", "--listen", &format!("127.0.0.1:{exporter_port}")])
+            .current_dir(ROOT)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    http::wait_ok(exporter_port, "/readyz", Duration::from_secs(10));
+
+    let config = format!(
+        "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  - job_name: misschedule-exporter\n    static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]\n"
+    );
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+    let prom_port = http::free_port();
+    let _prometheus = Process(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus is required (scripts/test.sh installs it)"),
+    );
+    http::wait_ok(prom_port, "/-/ready", Duration::from_secs(30));
+
+    // Enough scrapes for rate() over the substituted $__rate_interval.
+    let started = Instant::now();
+    while query(prom_port, "count_over_time(up{job=\"misschedule-exporter\"}[1m]) >= 6").is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(30), "Prometheus did not scrape the exporter");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
+    let d = dashboard();
+    let mut empty = Vec::new();
+    for (panel, expr) in queries(&d) {
+        let expr = substitute(&expr);
+        if query(prom_port, &expr).is_empty() {
+            empty.push(format!("{panel}: {expr}"));
+        }
+    }
+    // The variables' own queries must find values too (all but the hidden, single-cluster one).
+    for var in
+        d["templating"]["list"].as_array().unwrap().iter().filter(|v| v["type"] == "query" && v["name"] != "cluster")
+    {
+        let definition = var["definition"].as_str().unwrap();
+        let (label, selector) = definition
+            .strip_prefix("label_values(")
+            .and_then(|rest| rest.strip_suffix(')'))
+            .and_then(|inner| inner.rsplit_once(", "))
+            .map(|(sel, label)| (label.to_owned(), substitute(sel)))
+            .unwrap();
+        let result = query(prom_port, &format!("count by ({label}) ({selector})"));
+        if result.is_empty() {
+            empty.push(format!("variable {}: {definition}", var["name"]));
+        }
+    }
+    assert!(empty.is_empty(), "queries that returned nothing:\n{}", empty.join("\n"));
+    assert!(queries(&d).len() >= 9);
+}
