@@ -2,6 +2,7 @@
 # Everything the test suite needs, then the suite. Safe to run on a fresh Debian machine.
 #   - Debian packages for the control plane (etcd, Go, rsync, openssl, curl), and
 #     prometheus + prometheus-alertmanager (promtool, amtool, a real Prometheus and Alertmanager)
+#   - PyPI helm-python-sdk 0.2.2 and kubernetes-validate for the chart tests
 #   - kube-apiserver and kube-controller-manager v1.20.2, built once from Debian's
 #     source package and cached under ~/.cache/misschedule-exporter (6-10 min the first time)
 #   - cargo test: unit, property, snapshot, CLI and real-control-plane tests
@@ -18,6 +19,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# Helm v4's SDK (renders and lints the chart; no helm binary) and kubernetes-validate.
+python3 -c 'import helm_python, kubernetes_validate' 2>/dev/null ||
+  python3 -m pip install --quiet --disable-pip-version-check 'helm-python-sdk==0.2.2' 'kubernetes-validate==1.37.0'
 bash tests/controlplane/controlplane.sh build
 echo "[test] control plane binaries ready after $((SECONDS - started))s"
 cargo test --locked --all-targets

@@ -1,7 +1,7 @@
 //! Scenarios on a real control plane: etcd, kube-apiserver and the real
 //! DaemonSet controller (v1.20.2) on loopback, provisioned by
 //! `tests/controlplane/controlplane.sh`. The exporter binary runs with an
-//! unprivileged token bound to `tests/controlplane/clusterrole.yaml`. After every
+//! unprivileged token bound to the chart's rendered ClusterRole. After every
 //! step the exporter's per-DaemonSet total must equal the live
 //! `status.numberMisscheduled`, and every misscheduled pod must have the
 //! expected reason and key.
@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::discovery::Scope;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use support::http;
@@ -195,12 +196,23 @@ impl Cluster {
         }
     }
 
-    /// Live `status.numberMisscheduled` per DaemonSet, once the controller has seen the latest spec.
+    /// Live `status.numberMisscheduled` per DaemonSet, once the scene has settled: the
+    /// controller has seen the latest spec, every eligible node has a pod, and no pod is
+    /// waiting for the scheduler (a pending pod would be deleted, not kept, by the next step).
     async fn status_totals(&self) -> Option<BTreeMap<String, i64>> {
+        let pending =
+            self.pods.list(&ListParams::default()).await.ok()?.into_iter().any(|p| {
+                p.metadata.deletion_timestamp.is_none() && p.spec.as_ref().is_none_or(|s| s.node_name.is_none())
+            });
+        if pending {
+            return None;
+        }
         let mut totals = BTreeMap::new();
         for ds in self.daemonsets.list(&ListParams::default()).await.ok()? {
             let status = ds.status?;
-            if status.observed_generation != ds.metadata.generation {
+            if status.observed_generation != ds.metadata.generation
+                || status.current_number_scheduled != status.desired_number_scheduled
+            {
                 return None;
             }
             totals.insert(ds.metadata.name.unwrap(), i64::from(status.number_misscheduled));
@@ -279,8 +291,10 @@ async fn create_scene(admin: &Cluster) {
     let namespaces: Api<Namespace> = Api::all(admin.client.clone());
     namespaces.create(&pp, &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap()).await.unwrap();
 
-    // The exporter's permissions: exactly the ClusterRole the chart ships.
-    let role: ClusterRole = exporter_cluster_role();
+    // The exporter's permissions: exactly the ClusterRole the chart renders.
+    let rendered = render_chart();
+    dry_run_chart(admin, &rendered).await;
+    let role: ClusterRole = serde_json::from_value(rendered["clusterrole.yaml"].clone()).unwrap();
     Api::<ClusterRole>::all(admin.client.clone()).create(&pp, &role).await.unwrap();
     let binding: ClusterRoleBinding = serde_json::from_value(json!({
         "metadata": {"name": "misschedule-exporter"},
@@ -321,9 +335,47 @@ async fn create_scene(admin: &Cluster) {
     }
 }
 
-fn exporter_cluster_role() -> ClusterRole {
-    let text = include_str!("controlplane/clusterrole.json");
-    serde_json::from_str(text).expect("clusterrole.json")
+/// The chart rendered with its optional ConfigMap on (the prometheus-operator kinds need
+/// CRDs this control plane does not have): file name → object.
+fn render_chart() -> BTreeMap<String, Value> {
+    let dir = std::env::temp_dir().join(format!("misschedule-cp-chart-{}", std::process::id()));
+    let out = Command::new("python3")
+        .args([
+            "tests/chart/helm.py",
+            "render",
+            "charts/misschedule-exporter",
+            dir.to_str().unwrap(),
+            r#"{"grafanaDashboard":{"enabled":true}}"#,
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("python3 with helm-python-sdk (scripts/test.sh installs it)");
+    assert!(out.status.success(), "chart render failed: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            let docs: Vec<Value> = serde_saphyr::from_multiple(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            (p.file_name().unwrap().to_string_lossy().into_owned(), docs.into_iter().next().unwrap())
+        })
+        .collect()
+}
+
+/// Server-side dry-run of every rendered object: the real API server validates and defaults them.
+async fn dry_run_chart(admin: &Cluster, rendered: &BTreeMap<String, Value>) {
+    let dry_run = PostParams { dry_run: true, ..Default::default() };
+    for (file, object) in rendered {
+        let object: DynamicObject = serde_json::from_value(object.clone()).unwrap();
+        let types = object.types.clone().unwrap();
+        let gvk = GroupVersionKind::try_from(&types).unwrap();
+        let (resource, caps) = kube::discovery::pinned_kind(&admin.client, &gvk).await.unwrap();
+        let api: Api<DynamicObject> = match caps.scope {
+            Scope::Namespaced => Api::namespaced_with(admin.client.clone(), NS, &resource),
+            Scope::Cluster => Api::all_with(admin.client.clone(), &resource),
+        };
+        api.create(&dry_run, &object).await.unwrap_or_else(|e| panic!("dry-run of {file} rejected: {e}"));
+    }
+    println!("chart: {} rendered objects accepted by server-side dry-run", rendered.len());
 }
 
 const ALL: [&str; 4] = ["datadog-agent", "ssd-agent", "avx-agent", "zone-agent"];
