@@ -132,3 +132,18 @@ fn unexplained_is_inhibited_while_a_pod_alert_explains_the_daemonset() {
     }
     assert!(!inhibited("other"), "only the DaemonSet the pod alert explains is inhibited");
 }
+
+#[test]
+fn every_alert_links_to_its_runbook_section() {
+    let rules: Value = serde_saphyr::from_str(&std::fs::read_to_string(Path::new(ROOT).join(RULES)).unwrap()).unwrap();
+    let runbooks = std::fs::read_to_string(Path::new(ROOT).join("docs/runbooks.md")).unwrap();
+    let alerts = rules["groups"][0]["rules"].as_array().unwrap();
+    assert_eq!(alerts.len(), 6);
+    for rule in alerts {
+        let name = rule["alert"].as_str().unwrap();
+        let url = rule["annotations"]["runbook_url"].as_str().unwrap();
+        assert!(url.ends_with(&format!("docs/runbooks.md#{}", name.to_lowercase())), "{name}: {url}");
+        assert!(runbooks.contains(&format!("\n## {name}\n")), "docs/runbooks.md has no section for {name}");
+        assert!(rule["labels"]["severity"].is_string(), "{name} has no severity");
+    }
+}
