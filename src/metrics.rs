@@ -51,10 +51,10 @@ impl Default for Telemetry {
         // Counters exist at zero from the start, so rate() and alerts see "none yet", not "no data".
         for resource in Resource::ALL {
             for kind in EVENT_TYPES {
-                telemetry.watch_events.get_or_create(&[("resource", resource.as_str()), ("type", kind)]);
+                telemetry.watch_events.get_or_create_owned(&[("resource", resource.as_str()), ("type", kind)]);
             }
-            telemetry.watch_errors.get_or_create(&[("resource", resource.as_str())]);
-            telemetry.invalid_objects.get_or_create(&[("resource", resource.as_str())]);
+            telemetry.watch_errors.get_or_create_owned(&[("resource", resource.as_str())]);
+            telemetry.invalid_objects.get_or_create_owned(&[("resource", resource.as_str())]);
         }
         telemetry
     }
@@ -108,6 +108,10 @@ impl Shared {
 
     pub fn write(&self) -> RwLockWriteGuard<'_, Index> {
         self.index.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn into_index(self) -> Index {
+        self.index.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Ready: every cache has listed, and no watch is currently failing.

@@ -1,0 +1,290 @@
+//! In-process scale benchmark: a synthetic cluster of 5,000 nodes, 40 DaemonSets and
+//! 200,000 daemon pods (1% of nodes draining, so 2,000 misscheduled pods).
+//!
+//!   cargo bench --bench scale                  full scale, prints a markdown table
+//!   cargo bench --bench scale -- --smoke       small and quick; checks results, not targets
+//!
+//! Measures what the targets name: cold start (JSON decode + index build of
+//! the initial lists, exporter work only), RSS read from /proc (the kernel's count,
+//! not an estimate), GET /metrics latency under 8 concurrent scrapers, and watch
+//! events applied per second through `Index::apply`, the watcher's own path.
+
+mod synth;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::runtime::watcher::Event;
+use misschedule_exporter::index::{Index, Indexed};
+use misschedule_exporter::metrics::{self, Shared};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use synth::Shape;
+
+struct Options {
+    shape: Shape,
+    events: usize,
+    scrape_for: Duration,
+    scrapers: usize,
+    smoke: bool,
+}
+
+fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok())
+}
+
+fn options() -> Options {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |name: &str| flag::<usize>(&args, name);
+    let smoke = args.iter().any(|a| a == "--smoke");
+    let (nodes, daemonsets, events, secs) = if smoke { (200, 8, 20_000, 1) } else { (5_000, 40, 1_000_000, 10) };
+    Options {
+        shape: Shape {
+            nodes: value("--nodes").unwrap_or(nodes),
+            daemonsets: value("--daemonsets").unwrap_or(daemonsets),
+            draining_percent: 1,
+        },
+        events: value("--events").unwrap_or(events),
+        scrape_for: Duration::from_secs(flag(&args, "--scrape-seconds").unwrap_or(secs)),
+        scrapers: value("--scrapers").unwrap_or(8),
+        smoke,
+    }
+}
+
+/// Resident set size in bytes, as the kernel counts it.
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// One page of a list response, as the API server sends it.
+#[derive(Serialize, Deserialize)]
+struct Page<T> {
+    items: Vec<T>,
+}
+
+/// Apply one resource's initial list, page by page: the page's JSON is produced
+/// untimed (that is the API server's work), decoding and applying are timed.
+fn initial_list<K>(index: &mut Index, objects: impl Iterator<Item = K>, page_size: usize) -> Duration
+where
+    K: Indexed + Serialize + DeserializeOwned,
+{
+    let mut spent = Duration::ZERO;
+    let mut objects = objects.peekable();
+    let started = Instant::now();
+    index.apply(Event::<K>::Init).unwrap();
+    spent += started.elapsed();
+    while objects.peek().is_some() {
+        let page = Page { items: objects.by_ref().take(page_size).collect::<Vec<K>>() };
+        let bytes = serde_json::to_vec(&page).unwrap();
+        drop(page);
+        let started = Instant::now();
+        let page: Page<K> = serde_json::from_slice(&bytes).unwrap();
+        for obj in page.items {
+            index.apply(Event::InitApply(obj)).unwrap();
+        }
+        spent += started.elapsed();
+    }
+    let started = Instant::now();
+    index.apply(Event::<K>::InitDone).unwrap();
+    spent + started.elapsed()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn scrape(port: u16) -> (Duration, usize) {
+    let started = Instant::now();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: bench\r\n\r\n").unwrap();
+    let mut body = Vec::with_capacity(1 << 20);
+    stream.read_to_end(&mut body).unwrap();
+    assert!(body.starts_with(b"HTTP/1.0 200"), "scrape failed");
+    (started.elapsed(), body.len())
+}
+
+struct Row {
+    what: &'static str,
+    measured: String,
+    target: &'static str,
+    met: Option<bool>,
+}
+
+fn main() {
+    let opts = options();
+    let shape = opts.shape;
+    let mut rows = Vec::new();
+    let baseline = rss();
+
+    // Cold start.
+    let mut index = Index::default();
+    index.set_now(1_780_000_000);
+    let mut cold = Duration::ZERO;
+    cold += initial_list::<Node>(&mut index, (0..shape.nodes).map(|i| shape.node(i)), 500);
+    cold += initial_list::<DaemonSet>(&mut index, (0..shape.daemonsets).map(|j| shape.daemonset(j)), 500);
+    cold += initial_list::<ControllerRevision>(
+        &mut index,
+        (0..shape.daemonsets).flat_map(|j| [shape.revision(j, 1), shape.revision(j, 2)]),
+        500,
+    );
+    cold += initial_list::<Pod>(&mut index, shape.pod_slots().map(|(j, i)| shape.pod(j, i, 0)), 500);
+    let synced = rss();
+
+    // The results must be right before their speed means anything.
+    let misscheduled: usize = index.daemonsets().iter().map(|d| d.misscheduled_pods().len()).sum();
+    assert_eq!(misscheduled, shape.expected_misscheduled_pods(), "wrong misscheduled pod count");
+    assert_eq!(index.daemonsets().len(), shape.daemonsets);
+    let pods = shape.pods();
+    rows.push(Row {
+        what: "cold start: decode + index the initial lists (single thread)",
+        measured: format!("{:.2} s", cold.as_secs_f64()),
+        target: "≤ 2 s",
+        met: Some(cold <= Duration::from_secs(2)),
+    });
+    rows.push(Row {
+        what: "RSS once synced (VmRSS)",
+        measured: format!("{:.1} MiB", synced as f64 / 1048576.0),
+        target: "≤ 128 MiB",
+        met: Some(synced <= 128 << 20),
+    });
+    rows.push(Row {
+        what: "RSS growth per daemon pod (all objects included)",
+        measured: format!("{:.0} B", synced.saturating_sub(baseline) as f64 / pods as f64),
+        target: "≈ 600 B",
+        met: None,
+    });
+
+    // Scrapes under concurrent load.
+    let shared = Arc::new(Shared::new(index));
+    let registry = Arc::new(metrics::registry(shared.clone()));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = runtime.spawn(misschedule_exporter::server::serve(listener, shared.clone(), registry, async {
+        let _ = stop_rx.await;
+    }));
+    let (_, body_size) = scrape(port);
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..opts.scrapers)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut latencies = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    latencies.push(scrape(port).0);
+                }
+                latencies
+            })
+        })
+        .collect();
+    std::thread::sleep(opts.scrape_for);
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies: Vec<Duration> = clients.into_iter().flat_map(|c| c.join().unwrap()).collect();
+    latencies.sort();
+    let _ = stop_tx.send(());
+    let _ = runtime.block_on(server);
+    let p99 = percentile(&latencies, 0.99);
+    rows.push(Row {
+        what: "GET /metrics p50 (8 concurrent scrapers)",
+        measured: format!("{:.2} ms", percentile(&latencies, 0.5).as_secs_f64() * 1e3),
+        target: "",
+        met: None,
+    });
+    rows.push(Row {
+        what: "GET /metrics p99 (8 concurrent scrapers)",
+        measured: format!(
+            "{:.2} ms ({} scrapes, {} KiB each)",
+            p99.as_secs_f64() * 1e3,
+            latencies.len(),
+            body_size / 1024
+        ),
+        target: "≤ 10 ms",
+        met: Some(p99 <= Duration::from_millis(10)),
+    });
+
+    // Watch events: pod status updates, node heartbeats, drain taints coming and going,
+    // pods deleted and recreated. Generated untimed in batches; applying is timed.
+    let mut index = Arc::try_unwrap(shared).map(|s| s.into_index()).unwrap_or_else(|_| panic!("index still shared"));
+    let mut applied = 0usize;
+    let mut spent = Duration::ZERO;
+    let mut nonce = 1u64;
+    let slots: Vec<(usize, usize)> = shape.pod_slots().collect();
+    while applied < opts.events {
+        let mut pods = Vec::new();
+        let mut nodes = Vec::new();
+        let batch = (opts.events - applied).min(50_000);
+        for k in 0..batch {
+            nonce += 1;
+            let pick = (nonce.wrapping_mul(2_654_435_761) % slots.len() as u64) as usize;
+            let (j, i) = slots[pick];
+            match k % 100 {
+                0..=79 => pods.push(Event::Apply(shape.pod(j, i, nonce))),
+                80..=89 => nodes.push(Event::Apply(shape.node(i))),
+                90 => {
+                    let mut node = shape.node(i);
+                    let taints = node.spec.as_mut().unwrap().taints.get_or_insert_default();
+                    if taints.iter().any(|t| t.key == synth::DRAIN_TAINT) {
+                        taints.retain(|t| t.key != synth::DRAIN_TAINT);
+                    } else {
+                        taints.push(
+                            serde_json::from_value(
+                                serde_json::json!({"key": synth::DRAIN_TAINT, "value": "1", "effect": "NoSchedule"}),
+                            )
+                            .unwrap(),
+                        );
+                    }
+                    nodes.push(Event::Apply(node));
+                }
+                _ => {
+                    pods.push(Event::Delete(shape.pod(j, i, nonce)));
+                    pods.push(Event::Apply(shape.pod(j, i, nonce)));
+                }
+            }
+        }
+        let count = pods.len() + nodes.len();
+        let started = Instant::now();
+        for event in nodes {
+            index.apply(event).unwrap();
+        }
+        for event in pods {
+            index.apply(event).unwrap();
+        }
+        spent += started.elapsed();
+        applied += count;
+    }
+    let rate = applied as f64 / spent.as_secs_f64();
+    rows.push(Row {
+        what: "watch events applied (Index::apply, one core)",
+        measured: format!("{:.0} events/s ({} events)", rate, applied),
+        target: "≥ 500,000/s",
+        met: Some(rate >= 500_000.0),
+    });
+
+    println!(
+        "Scale: {} nodes, {} DaemonSets, {} pods, {} misscheduled pods\n",
+        shape.nodes, shape.daemonsets, pods, misscheduled
+    );
+    println!("| measure | result | target | met |\n|---|---|---|---|");
+    for row in &rows {
+        let met = match row.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "",
+        };
+        println!("| {} | {} | {} | {} |", row.what, row.measured, row.target, met);
+    }
+    if opts.smoke {
+        println!("\nsmoke run: results checked, targets not enforced at this size");
+    }
+}

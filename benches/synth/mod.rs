@@ -1,0 +1,239 @@
+//! A synthetic cluster shaped like a real one: nodes with varied label sets and
+//! taints, DaemonSets with selectors, affinities and tolerations, their
+//! ControllerRevisions, and daemon pods exactly as the DaemonSet controller
+//! writes them (labels, controller ownerReference, `matchFields` affinity,
+//! template + default tolerations), with realistic container specs and status.
+#![allow(dead_code)]
+
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::{Value, json};
+
+pub const DRAIN_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub nodes: usize,
+    pub daemonsets: usize,
+    /// Nodes per hundred that are being drained (every DaemonSet's pod there is misscheduled).
+    pub draining_percent: usize,
+}
+
+const ZONES: [&str; 3] = ["eu-west-1a", "eu-west-1b", "eu-west-1c"];
+const INSTANCE_TYPES: [&str; 5] = ["m6i.2xlarge", "m6i.4xlarge", "c6i.4xlarge", "r6i.2xlarge", "g5.2xlarge"];
+
+pub fn node_name(i: usize) -> String {
+    format!("ip-10-{}-{}-{}.eu-west-1.compute.internal", i / 65536 % 256, i / 256 % 256, i % 256)
+}
+
+fn is_gpu(i: usize) -> bool {
+    i % 20 == 0
+}
+fn is_infra(i: usize) -> bool {
+    i % 10 == 1
+}
+fn has_avx512(i: usize) -> bool {
+    i % 2 == 0
+}
+
+impl Shape {
+    pub fn draining(&self, i: usize) -> bool {
+        self.draining_percent > 0 && i % (100 / self.draining_percent) == 3
+    }
+
+    pub fn node(&self, i: usize) -> Node {
+        let name = node_name(i);
+        let mut labels = serde_json::Map::new();
+        for (k, v) in [
+            ("kubernetes.io/hostname", name.as_str()),
+            ("kubernetes.io/os", "linux"),
+            ("kubernetes.io/arch", "amd64"),
+            ("topology.kubernetes.io/zone", ZONES[i % 3]),
+            ("topology.kubernetes.io/region", "eu-west-1"),
+            ("node.kubernetes.io/instance-type", INSTANCE_TYPES[i % 5]),
+            ("karpenter.sh/capacity-type", if i % 3 == 0 { "spot" } else { "on-demand" }),
+            ("node-role.kubernetes.io/worker", ""),
+            ("feature.node.kubernetes.io/kernel-version.major", "6"),
+        ] {
+            labels.insert(k.into(), json!(v));
+        }
+        labels.insert("workload".into(), json!(if is_infra(i) { "infra" } else { "general" }));
+        if has_avx512(i) {
+            labels.insert("feature.node.kubernetes.io/cpu-cpuid.AVX512F".into(), json!("true"));
+        }
+        if is_gpu(i) {
+            labels.insert("nvidia.com/gpu.present".into(), json!("true"));
+        }
+        let mut taints = vec![];
+        if is_gpu(i) {
+            taints.push(json!({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}));
+        }
+        if self.draining(i) {
+            taints.push(json!({"key": DRAIN_TAINT, "value": "1767225600", "effect": "NoSchedule"}));
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": format!("node-uid-{i}"), "resourceVersion": "1", "labels": labels,
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+            "spec": {"providerID": format!("aws:///eu-west-1a/i-{i:017x}"), "taints": taints},
+            "status": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                       "nodeInfo": {"kubeletVersion": "v1.33.1", "osImage": "Bottlerocket", "kernelVersion": "6.1.0", "containerRuntimeVersion": "containerd://1.7",
+                                    "architecture": "amd64", "operatingSystem": "linux", "bootID": "b", "machineID": "m", "systemUUID": "s", "kubeProxyVersion": "v1.33.1"}}
+        }))
+        .unwrap()
+    }
+
+    /// DaemonSet `j`'s pod spec. Every DaemonSet runs on every node (5,000 × 40 = 200,000
+    /// pods), but each gets there differently, so eligibility checks do realistic work:
+    /// nodeSelectors, NFD labels, multi-term and NotIn/Exists affinities, tolerations.
+    fn template_spec(&self, j: usize) -> Value {
+        let gpu = json!({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"});
+        let mut spec = json!({
+            "containers": [{
+                "name": "agent", "image": format!("registry.example/agent-{j}:1.{j}.0"),
+                "args": ["--config=/etc/agent/config.yaml", "--log-level=info"],
+                "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                        {"name": "CLUSTER", "value": "prod-eu-west-1"}],
+                "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+                "volumeMounts": [{"name": "config", "mountPath": "/etc/agent"}, {"name": "host-proc", "mountPath": "/host/proc", "readOnly": true}],
+                "securityContext": {"readOnlyRootFilesystem": true}
+            }],
+            "volumes": [{"name": "config", "configMap": {"name": format!("agent-{j}")}}, {"name": "host-proc", "hostPath": {"path": "/proc"}}],
+            "serviceAccountName": format!("agent-{j}"),
+            "priorityClassName": "system-node-critical",
+            "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, gpu]
+        });
+        let affinity = |terms: Value| json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}});
+        match j % 8 {
+            1 => spec["nodeSelector"] = json!({"kubernetes.io/os": "linux"}),
+            2 => {
+                spec["nodeSelector"] =
+                    json!({"feature.node.kubernetes.io/kernel-version.major": "6", "kubernetes.io/arch": "amd64"})
+            }
+            3 => {
+                spec["affinity"] = affinity(json!([{"matchExpressions": [
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ZONES},
+                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]))
+            }
+            4 => {
+                spec["affinity"] = affinity(json!([
+                {"matchExpressions": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]},
+                {"matchExpressions": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]}]))
+            }
+            5 => {
+                spec["tolerations"] = json!([{"operator": "Exists", "effect": "NoExecute"}, gpu]);
+                spec["hostNetwork"] = json!(true);
+            }
+            6 => {
+                spec["affinity"] = affinity(
+                    json!([{"matchExpressions": [{"key": "workload", "operator": "NotIn", "values": ["batch"]}]}]),
+                )
+            }
+            7 => {
+                spec["affinity"] = affinity(
+                    json!([{"matchExpressions": [{"key": "node-role.kubernetes.io/worker", "operator": "Exists"}]}]),
+                )
+            }
+            _ => {}
+        }
+        spec
+    }
+
+    pub fn daemonset(&self, j: usize) -> DaemonSet {
+        let name = format!("agent-{j}");
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": name, "namespace": namespace(j), "uid": format!("ds-uid-{j}"), "generation": 2, "resourceVersion": "1"},
+            "spec": {
+                "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+                "template": {"metadata": {"labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability"}},
+                             "spec": self.template_spec(j)},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+            },
+            "status": {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}
+        }))
+        .unwrap()
+    }
+
+    pub fn revision(&self, j: usize, generation: usize) -> ControllerRevision {
+        let name = format!("agent-{j}");
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": generation,
+            "metadata": {"name": format!("{name}-{}", hash(j, generation)), "namespace": namespace(j),
+                         "uid": format!("rev-uid-{j}-{generation}"),
+                         "labels": {"app.kubernetes.io/name": name, "controller-revision-hash": hash(j, generation)},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": format!("ds-uid-{j}"), "controller": true, "blockOwnerDeletion": true}]},
+            "data": {"spec": {"template": {"$patch": "replace",
+                "metadata": {"labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability"}},
+                "spec": self.template_spec(j)}}}
+        }))
+        .unwrap()
+    }
+
+    /// The pod the controller made for DaemonSet `j` on node `i`; `nonce` varies its status.
+    pub fn pod(&self, j: usize, i: usize, nonce: u64) -> Pod {
+        let name = format!("agent-{j}");
+        let node = node_name(i);
+        let mut spec = self.template_spec(j);
+        spec["nodeName"] = json!(node);
+        spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}});
+        let tolerations = spec["tolerations"].as_array_mut().unwrap();
+        for (key, effect) in [
+            ("node.kubernetes.io/not-ready", "NoExecute"),
+            ("node.kubernetes.io/unreachable", "NoExecute"),
+            ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+            ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+            ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+            ("node.kubernetes.io/unschedulable", "NoSchedule"),
+        ] {
+            tolerations.push(json!({"key": key, "operator": "Exists", "effect": effect}));
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": format!("{name}-{:05x}", (i * 7919 + j) % 0xfffff), "generateName": format!("{name}-"),
+                "namespace": namespace(j), "uid": format!("pod-uid-{j}-{i}"), "resourceVersion": nonce.to_string(),
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability",
+                           "controller-revision-hash": hash(j, 2), "pod-template-generation": "2"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": format!("ds-uid-{j}"), "controller": true, "blockOwnerDeletion": true}]
+            },
+            "spec": spec,
+            "status": {
+                "phase": "Running", "hostIP": format!("10.0.{}.{}", i / 256 % 256, i % 256), "podIP": format!("10.1.{}.{}", i / 256 % 256, i % 256),
+                "startTime": "2026-01-01T00:00:05Z", "qosClass": "Burstable",
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:10Z"},
+                               {"type": "ContainersReady", "status": "True", "lastTransitionTime": "2026-01-01T00:00:10Z"}],
+                "containerStatuses": [{"name": "agent", "ready": true, "restartCount": nonce % 3, "image": format!("registry.example/agent-{j}:1.{j}.0"),
+                                       "imageID": "registry.example/agent@sha256:0123456789abcdef", "containerID": format!("containerd://{nonce:064x}"),
+                                       "started": true, "state": {"running": {"startedAt": "2026-01-01T00:00:09Z"}}}]
+            }
+        }))
+        .unwrap()
+    }
+
+    /// Every (DaemonSet, node) pair: each has a pod.
+    pub fn pod_slots(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..self.daemonsets).flat_map(move |j| (0..self.nodes).map(move |i| (j, i)))
+    }
+
+    pub fn pods(&self) -> usize {
+        self.nodes * self.daemonsets
+    }
+
+    /// Misscheduled pods: every DaemonSet's pod on a draining node.
+    pub fn expected_misscheduled_pods(&self) -> usize {
+        (0..self.nodes).filter(|&i| self.draining(i)).count() * self.daemonsets
+    }
+}
+
+fn namespace(j: usize) -> &'static str {
+    ["monitoring", "kube-system", "logging", "security"][j % 4]
+}
+
+fn hash(j: usize, generation: usize) -> String {
+    format!("{:x}", 0x5d8f_0000_u64 + (j as u64) * 31 + generation as u64)
+}
