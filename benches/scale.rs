@@ -166,12 +166,12 @@ fn main() {
 
     // Scrapes under concurrent load.
     let shared = Arc::new(Shared::new(index));
-    let registry = Arc::new(metrics::registry(shared.clone()));
+    let exposition = Arc::new(metrics::Exposition::new(shared.clone()));
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     let port = listener.local_addr().unwrap().port();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = runtime.spawn(misschedule_exporter::server::serve(listener, shared.clone(), registry, async {
+    let server = runtime.spawn(misschedule_exporter::server::serve(listener, shared.clone(), exposition, async {
         let _ = stop_rx.await;
     }));
     let (_, body_size) = scrape(port);

@@ -149,6 +149,8 @@ pub struct Index {
     owned_pods: HashMap<Str, HashSet<Str>>,
     /// (owner UID, controller-revision-hash) → revision UID.
     revision_by_hash: HashMap<(Str, Str), Str>,
+    /// Bumped by every change that can alter what the index reports; readers cache on it.
+    generation: u64,
 }
 
 /// A watched k8s-openapi type the index can take.
@@ -259,6 +261,11 @@ impl Index {
         }
     }
 
+    /// Changes whenever anything the index reports may have changed.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     fn since(&self) -> Since {
         Since { at: self.now, observed: self.synced() && !self.replaying }
     }
@@ -269,6 +276,7 @@ impl Index {
         if self.nodes.objects.get(&node.name) == Some(&node) {
             return;
         }
+        self.generation += 1;
         let since = self.since();
         for (uid, ds) in &self.daemonsets.objects {
             let state = self.state.entry(uid.clone()).or_default();
@@ -280,6 +288,7 @@ impl Index {
 
     fn remove_node(&mut self, name: &str) {
         let Some(node) = self.nodes.objects.remove(name) else { return };
+        self.generation += 1;
         let since = self.since();
         for state in self.state.values_mut() {
             state.set_skip(&node.name, None);
@@ -291,6 +300,10 @@ impl Index {
 
     fn upsert_daemonset(&mut self, ds: DaemonSet) {
         let old = self.daemonsets.objects.get(&ds.uid);
+        if old == Some(&ds) {
+            return;
+        }
+        self.generation += 1;
         let selector_changed = old.is_none_or(|o| o.selector != ds.selector);
         let template_changed = old.is_none_or(|o| o.template != ds.template);
         let since = self.since();
@@ -321,18 +334,21 @@ impl Index {
     }
 
     fn remove_daemonset(&mut self, uid: &str) {
-        self.daemonsets.objects.remove(uid);
+        if self.daemonsets.objects.remove(uid).is_some() {
+            self.generation += 1;
+        }
         self.state.remove(uid);
     }
 
     // --- pods ----------------------------------------------------------------
 
     fn upsert_pod(&mut self, pod: Pod) {
-        let old = self.pods.objects.remove(&pod.uid);
-        if old.as_ref() == Some(&pod) {
-            self.pods.objects.insert(pod.uid.clone(), pod);
+        // Most pod events are status updates, which leave the compact pod as it was.
+        if self.pods.objects.get(&pod.uid) == Some(&pod) {
             return;
         }
+        self.generation += 1;
+        let old = self.pods.objects.remove(&pod.uid);
         // Unclaim and claim before refreshing, so that an update that keeps the
         // pod where it was does not reset when its node became misscheduled.
         let touched = [old.as_ref().and_then(|o| self.unclaim(o)), self.claim(&pod)];
@@ -342,6 +358,7 @@ impl Index {
 
     fn remove_pod(&mut self, uid: &str) {
         let Some(pod) = self.pods.objects.remove(uid) else { return };
+        self.generation += 1;
         let touched = self.unclaim(&pod);
         self.refresh_touched(touched);
     }
@@ -386,6 +403,10 @@ impl Index {
     // --- revisions -----------------------------------------------------------
 
     fn upsert_revision(&mut self, rev: Revision) {
+        if self.revisions.objects.get(&rev.uid) == Some(&rev) {
+            return;
+        }
+        self.generation += 1;
         self.remove_revision(&rev.uid.clone());
         if let (Some(owner), Some(hash)) = (&rev.owner_uid, &rev.hash) {
             self.revision_by_hash.insert((owner.clone(), hash.clone()), rev.uid.clone());
@@ -395,6 +416,7 @@ impl Index {
 
     fn remove_revision(&mut self, uid: &str) {
         let Some(rev) = self.revisions.objects.remove(uid) else { return };
+        self.generation += 1;
         if let (Some(owner), Some(hash)) = (rev.owner_uid, rev.hash) {
             let key = (owner, hash);
             if self.revision_by_hash.get(&key).is_some_and(|u| **u == *uid) {

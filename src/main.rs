@@ -192,8 +192,8 @@ async fn run(cli: Cli) -> Outcome {
                 .with_context(|| format!("cannot listen on {}", cli.listen))
                 .or_exit(Failure::Listen)?;
             tracing::info!(listen = %cli.listen, mode = if live { "live" } else { "snapshot" }, "serving /metrics, /healthz, /readyz");
-            let registry = Arc::new(metrics::registry(shared.clone()));
-            server::serve(listener, shared, registry, shutdown_signal()).await.or_exit(Failure::Runtime)?;
+            let exposition = Arc::new(metrics::Exposition::new(shared.clone()));
+            server::serve(listener, shared, exposition, shutdown_signal()).await.or_exit(Failure::Runtime)?;
             drop(watches);
             tracing::info!("shut down");
             Ok(())

@@ -2,8 +2,8 @@
 //! stale series can outlive their pod), plus the exporter's own telemetry.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -121,36 +121,89 @@ impl Shared {
     }
 }
 
-/// The registry served on `/metrics`.
-pub fn registry(shared: Arc<Shared>) -> Registry {
-    let mut registry = Registry::default();
-    let t = &shared.telemetry;
-    registry.register(
-        "misschedule_exporter_watch_events",
-        "Watch events received, by resource and event type",
-        t.watch_events.clone(),
-    );
-    registry.register(
-        "misschedule_exporter_watch_errors",
-        "Failed watch or list calls, by resource; each is followed by a backoff and a relist",
-        t.watch_errors.clone(),
-    );
-    registry.register(
-        "misschedule_exporter_invalid_objects",
-        "Objects the exporter could not read (logged with their name) and left out",
-        t.invalid_objects.clone(),
-    );
-    registry.register(
-        "misschedule_exporter_classification_duration_seconds",
-        "Time to apply one watch event to the index, re-classifying what it touches",
-        t.apply_duration.clone(),
-    );
-    registry.register_collector(Box::new(ClusterCollector { shared }));
-    registry
+/// What `/metrics` serves: the classification, rendered once per index generation
+/// and reused until the index changes (a scrape of 200,000 pods would otherwise
+/// re-encode the same text every time), followed by the live self-metrics.
+#[derive(Debug)]
+pub struct Exposition {
+    shared: Arc<Shared>,
+    classification: Registry,
+    telemetry: Registry,
+    rendered_generation: Arc<AtomicU64>,
+    cache: Mutex<Option<(u64, Arc<str>)>>,
 }
 
+impl Exposition {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        let rendered_generation = Arc::new(AtomicU64::new(0));
+        let mut classification = Registry::default();
+        classification.register_collector(Box::new(ClusterCollector {
+            shared: shared.clone(),
+            rendered_generation: rendered_generation.clone(),
+        }));
+        let mut telemetry = Registry::default();
+        let t = &shared.telemetry;
+        telemetry.register(
+            "misschedule_exporter_watch_events",
+            "Watch events received, by resource and event type",
+            t.watch_events.clone(),
+        );
+        telemetry.register(
+            "misschedule_exporter_watch_errors",
+            "Failed watch or list calls, by resource; each is followed by a backoff and a relist",
+            t.watch_errors.clone(),
+        );
+        telemetry.register(
+            "misschedule_exporter_invalid_objects",
+            "Objects the exporter could not read (logged with their name) and left out",
+            t.invalid_objects.clone(),
+        );
+        telemetry.register(
+            "misschedule_exporter_classification_duration_seconds",
+            "Time to apply one watch event to the index, re-classifying what it touches",
+            t.apply_duration.clone(),
+        );
+        telemetry.register_collector(Box::new(SelfCollector { shared: shared.clone() }));
+        Self { shared, classification, telemetry, rendered_generation, cache: Mutex::new(None) }
+    }
+
+    /// OpenMetrics text of everything.
+    pub fn render(&self) -> Result<String, fmt::Error> {
+        let classification = self.classification_text()?;
+        let mut out = String::with_capacity(classification.len() + 8 * 1024);
+        out.push_str(&classification);
+        prometheus_client::encoding::text::encode(&mut out, &self.telemetry)?;
+        Ok(out)
+    }
+
+    fn classification_text(&self) -> Result<Arc<str>, fmt::Error> {
+        // One renderer at a time; the others wait and reuse its result.
+        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let current = self.shared.read().generation();
+        if let Some((generation, text)) = cache.as_ref()
+            && *generation == current
+        {
+            return Ok(text.clone());
+        }
+        let mut text = String::with_capacity(cache.as_ref().map_or(64 * 1024, |(_, t)| t.len() + 4096));
+        prometheus_client::encoding::text::encode_registry(&mut text, &self.classification)?;
+        let text: Arc<str> = Arc::from(text);
+        // The collector saw the generation it actually rendered, which may be newer than `current`.
+        *cache = Some((self.rendered_generation.load(Ordering::Acquire), text.clone()));
+        Ok(text)
+    }
+}
+
+/// The `daemonset_*` families, read from the index at render time.
 #[derive(Debug)]
 struct ClusterCollector {
+    shared: Arc<Shared>,
+    rendered_generation: Arc<AtomicU64>,
+}
+
+/// The exporter's own gauges that read the index and watch health.
+#[derive(Debug)]
+struct SelfCollector {
     shared: Arc<Shared>,
 }
 
@@ -181,6 +234,7 @@ fn pod_labels<'a>(ds: &'a DaemonSet, p: &'a MisscheduledPod<'_>) -> [(&'static s
 impl Collector for ClusterCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let index = self.shared.read();
+        self.rendered_generation.store(index.generation(), Ordering::Release);
         let daemonsets = index.daemonsets();
         let misscheduled: Vec<_> = daemonsets.iter().map(|ds| (ds, ds.misscheduled_pods())).collect();
         let pods = || misscheduled.iter().flat_map(|(ds, pods)| pods.iter().map(move |p| (ds.ds, p)));
@@ -241,6 +295,13 @@ impl Collector for ClusterCollector {
             }),
         )?;
 
+        Ok(())
+    }
+}
+
+impl Collector for SelfCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let index = self.shared.read();
         let t = &self.shared.telemetry;
         gauges(
             &mut encoder,
@@ -274,11 +335,4 @@ impl Collector for ClusterCollector {
         )?;
         Ok(())
     }
-}
-
-/// Encode the registry as OpenMetrics text.
-pub fn render(registry: &Registry) -> Result<String, fmt::Error> {
-    let mut out = String::with_capacity(64 * 1024);
-    prometheus_client::encoding::text::encode(&mut out, registry)?;
-    Ok(out)
 }

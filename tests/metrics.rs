@@ -1,0 +1,60 @@
+//! `/metrics` text: cached per index generation, never stale, and well escaped.
+
+mod support;
+
+use std::sync::Arc;
+
+use misschedule_exporter::metrics::{Exposition, Shared};
+use serde_json::json;
+use support::*;
+
+fn pod_info_lines(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| l.starts_with("daemonset_misscheduled_pod_info{")).collect()
+}
+
+#[test]
+fn every_change_shows_on_the_next_render() {
+    let ds = daemonset("agent", json!({}));
+    let index = cluster(vec![node("n1", &[], &[])], vec![ds.clone()], vec![], vec![daemon_pod(&ds, "n1", "h", true)]);
+    let shared = Arc::new(Shared::new(index));
+    let exposition = Exposition::new(shared.clone());
+
+    assert!(pod_info_lines(&exposition.render().unwrap()).is_empty());
+    apply(&mut shared.write(), node("n1", &[], &["ToBeDeletedByClusterAutoscaler=1:NoSchedule"]));
+    let text = exposition.render().unwrap();
+    assert_eq!(
+        pod_info_lines(&text),
+        [
+            r#"daemonset_misscheduled_pod_info{namespace="ns",daemonset="agent",pod="agent-n1",node="n1",reason="autoscaler_drain",key="ToBeDeletedByClusterAutoscaler"} 1"#
+        ]
+    );
+    // Unchanged index: the same classification text, and the self-metrics still follow.
+    assert_eq!(pod_info_lines(&exposition.render().unwrap()), pod_info_lines(&text));
+    assert!(text.trim_end().ends_with("# EOF"));
+    assert_eq!(text.matches("# EOF").count(), 1);
+    // The cause goes away: so does the series, at once.
+    apply(&mut shared.write(), node("n1", &[], &[]));
+    assert!(pod_info_lines(&exposition.render().unwrap()).is_empty());
+    // A pod status update changes nothing the exporter reports.
+    let generation = shared.read().generation();
+    let mut running = daemon_pod(&ds, "n1", "h", true);
+    running.status = Some(from(json!({"phase": "Running"})));
+    apply(&mut shared.write(), running);
+    assert_eq!(shared.read().generation(), generation);
+}
+
+#[test]
+fn label_values_are_escaped() {
+    let ds = daemonset("agent", json!({}));
+    let tricky = "a\"b\\c\nd";
+    let index = cluster(
+        vec![node("n1", &[], &[&format!("{tricky}:NoSchedule")])],
+        vec![ds.clone()],
+        vec![],
+        vec![daemon_pod(&ds, "n1", "h", true)],
+    );
+    let text = Exposition::new(Arc::new(Shared::new(index))).render().unwrap();
+    let lines = pod_info_lines(&text);
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(lines[0].contains(r#"key="a\"b\\c\nd""#), "{}", lines[0]);
+}
