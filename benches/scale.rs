@@ -7,7 +7,8 @@
 //! Measures what the targets name: cold start (JSON decode + index build of
 //! the initial lists, exporter work only), RSS read from /proc (the kernel's count,
 //! not an estimate), GET /metrics latency under 8 concurrent scrapers, and watch
-//! events applied per second through `Index::apply`, the watcher's own path.
+//! events applied per second through `Index::apply`, the watcher's own path. Lists
+//! and events are decoded into the shapes the watcher uses (`DaemonPod`, `NodeTaints`).
 
 mod synth;
 
@@ -22,9 +23,14 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{Index, Indexed};
 use misschedule_exporter::metrics::{self, Shared};
+use misschedule_exporter::resources::{DaemonPod, NodeTaints};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use synth::Shape;
+
+/// jemalloc (see Cargo.toml); the bench uses the same allocator as the exporter.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 struct Options {
     shape: Shape,
@@ -72,30 +78,32 @@ struct Page<T> {
     items: Vec<T>,
 }
 
-/// Apply one resource's initial list, page by page: the page's JSON is produced
-/// untimed (that is the API server's work), decoding and applying are timed.
-fn initial_list<K>(index: &mut Index, objects: impl Iterator<Item = K>, page_size: usize) -> Duration
+/// Apply one resource's initial list, page by page: the page's JSON (full API
+/// objects, `A`) is produced untimed, as that is the API server's work; decoding
+/// into the shape the watcher uses (`W`) and applying are timed.
+fn initial_list<A, W>(index: &mut Index, objects: impl Iterator<Item = A>, page_size: usize) -> Duration
 where
-    K: Indexed + Serialize + DeserializeOwned,
+    A: Serialize,
+    W: Indexed + DeserializeOwned,
 {
     let mut spent = Duration::ZERO;
     let mut objects = objects.peekable();
     let started = Instant::now();
-    index.apply(Event::<K>::Init).unwrap();
+    index.apply(Event::<W>::Init).unwrap();
     spent += started.elapsed();
     while objects.peek().is_some() {
-        let page = Page { items: objects.by_ref().take(page_size).collect::<Vec<K>>() };
+        let page = Page { items: objects.by_ref().take(page_size).collect::<Vec<A>>() };
         let bytes = serde_json::to_vec(&page).unwrap();
         drop(page);
         let started = Instant::now();
-        let page: Page<K> = serde_json::from_slice(&bytes).unwrap();
+        let page: Page<W> = serde_json::from_slice(&bytes).unwrap();
         for obj in page.items {
             index.apply(Event::InitApply(obj)).unwrap();
         }
         spent += started.elapsed();
     }
     let started = Instant::now();
-    index.apply(Event::<K>::InitDone).unwrap();
+    index.apply(Event::<W>::InitDone).unwrap();
     spent + started.elapsed()
 }
 
@@ -130,14 +138,14 @@ fn main() {
     let mut index = Index::default();
     index.set_now(1_780_000_000);
     let mut cold = Duration::ZERO;
-    cold += initial_list::<Node>(&mut index, (0..shape.nodes).map(|i| shape.node(i)), 500);
-    cold += initial_list::<DaemonSet>(&mut index, (0..shape.daemonsets).map(|j| shape.daemonset(j)), 500);
-    cold += initial_list::<ControllerRevision>(
+    cold += initial_list::<Node, NodeTaints>(&mut index, (0..shape.nodes).map(|i| shape.node(i)), 500);
+    cold += initial_list::<DaemonSet, DaemonSet>(&mut index, (0..shape.daemonsets).map(|j| shape.daemonset(j)), 500);
+    cold += initial_list::<ControllerRevision, ControllerRevision>(
         &mut index,
         (0..shape.daemonsets).flat_map(|j| [shape.revision(j, 1), shape.revision(j, 2)]),
         500,
     );
-    cold += initial_list::<Pod>(&mut index, shape.pod_slots().map(|(j, i)| shape.pod(j, i, 0)), 500);
+    cold += initial_list::<Pod, DaemonPod>(&mut index, shape.pod_slots().map(|(j, i)| shape.pod(j, i, 0)), 500);
     let synced = rss();
 
     // The results must be right before their speed means anything.
@@ -229,8 +237,8 @@ fn main() {
             let pick = (nonce.wrapping_mul(2_654_435_761) % slots.len() as u64) as usize;
             let (j, i) = slots[pick];
             match k % 100 {
-                0..=79 => pods.push(Event::Apply(shape.pod(j, i, nonce))),
-                80..=89 => nodes.push(Event::Apply(shape.node(i))),
+                0..=79 => pods.push(Event::Apply(DaemonPod::from(shape.pod(j, i, nonce)))),
+                80..=89 => nodes.push(Event::Apply(NodeTaints::from(shape.node(i)))),
                 90 => {
                     let mut node = shape.node(i);
                     let taints = node.spec.as_mut().unwrap().taints.get_or_insert_default();
@@ -244,11 +252,11 @@ fn main() {
                             .unwrap(),
                         );
                     }
-                    nodes.push(Event::Apply(node));
+                    nodes.push(Event::Apply(NodeTaints::from(node)));
                 }
                 _ => {
-                    pods.push(Event::Delete(shape.pod(j, i, nonce)));
-                    pods.push(Event::Apply(shape.pod(j, i, nonce)));
+                    pods.push(Event::Delete(DaemonPod::from(shape.pod(j, i, nonce))));
+                    pods.push(Event::Apply(DaemonPod::from(shape.pod(j, i, nonce))));
                 }
             }
         }

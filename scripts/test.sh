@@ -25,4 +25,6 @@ python3 -c 'import helm_python, kubernetes_validate' 2>/dev/null ||
 bash tests/controlplane/controlplane.sh build
 echo "[test] control plane binaries ready after $((SECONDS - started))s"
 cargo test --locked --all-targets
+# A short run of the scale benchmark: it checks its results at small size, not the targets.
+bash scripts/bench.sh --smoke
 echo "[test] done in $((SECONDS - started))s"

@@ -3,9 +3,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet as K8sDaemonSet};
-use k8s_openapi::api::core::v1::{
-    Node as K8sNode, NodeSelectorRequirement, NodeSelectorTerm as K8sTerm, Pod as K8sPod, PodSpec, PodTemplateSpec,
-};
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm as K8sTerm, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector as K8sLabelSelector, ObjectMeta, OwnerReference, Time,
 };
@@ -16,6 +14,7 @@ use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, LabelSelector, Node, NodeSelectorTerm, ObjectRef, Placement, Pod,
     Requirement, Revision, SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,
 };
+use crate::resources::{DaemonPod, NodeTaints, PlacementSpec};
 
 /// NFD lists the labels it manages here; unprefixed names live under `feature.node.kubernetes.io/`.
 pub const NFD_FEATURE_LABELS_ANNOTATION: &str = "nfd.node.kubernetes.io/feature-labels";
@@ -56,14 +55,13 @@ fn seconds(time: &Time) -> i64 {
     time.0.as_second()
 }
 
-pub fn node(node: &K8sNode, interner: &mut Interner) -> Result<Node, ConvertError> {
+pub fn node(node: &NodeTaints, interner: &mut Interner) -> Result<Node, ConvertError> {
     let meta = &node.metadata;
     let name = interner.str(required("Node", meta, "metadata.name", meta.name.as_ref())?);
     let labels = interner.labels(meta.labels.iter().flatten());
     let taints = node
-        .spec
+        .taints()
         .iter()
-        .flat_map(|spec| spec.taints.iter().flatten())
         .map(|t| Taint {
             key: interner.str(&t.key),
             value: interner.str(t.value.as_deref().unwrap_or_default()),
@@ -132,7 +130,7 @@ pub fn revision(rev: &ControllerRevision, interner: &mut Interner) -> Result<Rev
 
 use serde::Deserialize as _;
 
-pub fn pod(pod: &K8sPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
+pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
     let meta = &pod.metadata;
     let id = object_ref("Pod", meta, interner)?;
     let uid = Arc::from(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
@@ -148,7 +146,7 @@ pub fn pod(pod: &K8sPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
         // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
         required_terms: None,
         tolerations: spec.map(|s| tolerations(s, interner)).unwrap_or_default(),
-        host_network: spec.and_then(|s| s.host_network).unwrap_or(false),
+        host_network: spec.is_some_and(|s| s.host_network()),
     };
     let deletion = meta.deletion_timestamp.as_ref().map(|t| Deletion {
         timestamp: seconds(t),
@@ -169,13 +167,12 @@ pub fn pod(pod: &K8sPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
 
 /// `GetTargetNodeName`: `spec.nodeName`, else the first `matchFields metadata.name In`
 /// requirement of the required affinity, which must have exactly one value.
-pub fn target_node_name(spec: &PodSpec) -> Option<&str> {
-    if let Some(name) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+pub fn target_node_name(spec: &impl PlacementSpec) -> Option<&str> {
+    if let Some(name) = spec.node_name().filter(|n| !n.is_empty()) {
         return Some(name);
     }
     let terms = &spec
-        .affinity
-        .as_ref()?
+        .affinity()?
         .node_affinity
         .as_ref()?
         .required_during_scheduling_ignored_during_execution
@@ -200,28 +197,27 @@ fn placement_from_template(template: Option<&PodTemplateSpec>, interner: &mut In
         return interner.placement(Placement::default());
     };
     let required_terms = spec
-        .affinity
-        .as_ref()
+        .affinity()
         .and_then(|a| a.node_affinity.as_ref())
         .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
         .map(|sel| sel.node_selector_terms.iter().map(|t| term(t, interner)).collect());
     let placement = Placement {
-        node_name: spec.node_name.as_deref().filter(|n| !n.is_empty()).map(|n| interner.str(n)),
+        node_name: spec.node_name().filter(|n| !n.is_empty()).map(|n| interner.str(n)),
         node_selector: node_selector(spec, interner),
         required_terms,
         tolerations: tolerations(spec, interner),
-        host_network: spec.host_network.unwrap_or(false),
+        host_network: spec.host_network(),
     };
     interner.placement(placement)
 }
 
-fn node_selector(spec: &PodSpec, interner: &mut Interner) -> Vec<(crate::model::Str, crate::model::Str)> {
-    spec.node_selector.iter().flatten().map(|(k, v)| (interner.str(k), interner.str(v))).collect()
+fn node_selector(spec: &impl PlacementSpec, interner: &mut Interner) -> Vec<(crate::model::Str, crate::model::Str)> {
+    spec.node_selector().into_iter().flatten().map(|(k, v)| (interner.str(k), interner.str(v))).collect()
 }
 
-fn tolerations(spec: &PodSpec, interner: &mut Interner) -> Vec<Toleration> {
-    spec.tolerations
-        .iter()
+fn tolerations(spec: &impl PlacementSpec, interner: &mut Interner) -> Vec<Toleration> {
+    spec.tolerations()
+        .into_iter()
         .flatten()
         .map(|t| Toleration {
             key: interner.str(t.key.as_deref().unwrap_or_default()),

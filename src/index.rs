@@ -19,6 +19,7 @@ use crate::eligibility::{Skip, selector_matches, should_run};
 use crate::interner::Interner;
 use crate::model::{DaemonSet, Node, Pod, Revision, Str, Timestamp};
 use crate::reason::{Classification, DrainTaints, Reason, classify};
+use crate::resources::{DaemonPod, NodeTaints};
 
 /// The four watched resources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -559,7 +560,18 @@ macro_rules! indexed {
     };
 }
 
-indexed!(K8sNode => Node, Nodes, nodes, convert::node, name, |_node| None, upsert_node, remove_node);
+indexed!(NodeTaints => Node, Nodes, nodes, convert::node, name, |_node| None, upsert_node, remove_node);
+indexed!(K8sNode => Node, Nodes, nodes, node_from_full, name, |_node| None, upsert_node, remove_node);
 indexed!(K8sDaemonSet => DaemonSet, DaemonSets, daemonsets, convert::daemonset, uid, |d| Some(&d.id.namespace), upsert_daemonset, remove_daemonset);
 indexed!(ControllerRevision => Revision, ControllerRevisions, revisions, convert::revision, uid, |r| Some(&r.id.namespace), upsert_revision, remove_revision);
-indexed!(K8sPod => Pod, Pods, pods, convert::pod, uid, |p| Some(&p.id.namespace), upsert_pod, remove_pod);
+indexed!(DaemonPod => Pod, Pods, pods, convert::pod, uid, |p| Some(&p.id.namespace), upsert_pod, remove_pod);
+indexed!(K8sPod => Pod, Pods, pods, pod_from_full, uid, |p| Some(&p.id.namespace), upsert_pod, remove_pod);
+
+// Full API objects (tests, tools) go through the same conversion as the watched shapes.
+fn node_from_full(node: &K8sNode, interner: &mut Interner) -> Result<Node, ConvertError> {
+    convert::node(&NodeTaints::from(node.clone()), interner)
+}
+
+fn pod_from_full(pod: &K8sPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
+    convert::pod(&DaemonPod::from(pod.clone()), interner)
+}

@@ -11,6 +11,7 @@ pub mod interner;
 pub mod metrics;
 pub mod model;
 pub mod reason;
+pub mod resources;
 pub mod server;
 pub mod snapshot;
 pub mod watch;

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::resources::{DaemonPod as Pod, NodeTaints as Node};
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -6,9 +6,9 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::resources::{DaemonPod, NodeTaints};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
@@ -29,7 +29,7 @@ pub struct WatchConfig {
 /// Start every watch. The tasks run until the set is dropped.
 pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    tasks.spawn(run::<Node>(Api::all(client.clone()), watcher::Config::default(), None, shared.clone()));
+    tasks.spawn(run::<NodeTaints>(Api::all(client.clone()), watcher::Config::default(), None, shared.clone()));
     let scopes: Vec<Option<String>> =
         if config.namespaces.is_empty() { vec![None] } else { config.namespaces.iter().cloned().map(Some).collect() };
     for scope in scopes {
@@ -41,7 +41,7 @@ pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>) -> J
             ),
             None => (Api::all(client.clone()), Api::all(client.clone()), Api::all(client.clone())),
         };
-        let (daemonsets, revisions, pods): (Api<DaemonSet>, Api<ControllerRevision>, Api<Pod>) = api(&client);
+        let (daemonsets, revisions, pods): (Api<DaemonSet>, Api<ControllerRevision>, Api<DaemonPod>) = api(&client);
         tasks.spawn(run(daemonsets, watcher::Config::default(), scope.clone(), shared.clone()));
         tasks.spawn(run(revisions, watcher::Config::default(), scope.clone(), shared.clone()));
         let pod_config = watcher::Config::default().labels(&config.pod_selector);

@@ -16,7 +16,7 @@ const RUN: Expected = (true, true, "", "");
 fn check(name: &str, pod_spec: Value, node: k8s_openapi::api::core::v1::Node, expected: Expected) {
     let mut interner = Interner::default();
     let ds = convert::daemonset(&daemonset("agent", pod_spec), &mut interner).unwrap();
-    let node = convert::node(&node, &mut interner).unwrap();
+    let node = convert::node(&node.into(), &mut interner).unwrap();
     let got = match should_run(&node, &ds.template) {
         None => RUN,
         Some(skip) => (false, skip.should_continue_running(), skip.reason(), leak(skip.key())),
