@@ -27,13 +27,13 @@ pub fn node_name(i: usize) -> String {
 }
 
 fn is_gpu(i: usize) -> bool {
-    i % 20 == 0
+    i.is_multiple_of(20)
 }
 fn is_infra(i: usize) -> bool {
     i % 10 == 1
 }
 fn has_avx512(i: usize) -> bool {
-    i % 2 == 0
+    i.is_multiple_of(2)
 }
 
 impl Shape {
@@ -51,7 +51,7 @@ impl Shape {
             ("topology.kubernetes.io/zone", ZONES[i % 3]),
             ("topology.kubernetes.io/region", "eu-west-1"),
             ("node.kubernetes.io/instance-type", INSTANCE_TYPES[i % 5]),
-            ("karpenter.sh/capacity-type", if i % 3 == 0 { "spot" } else { "on-demand" }),
+            ("karpenter.sh/capacity-type", if i.is_multiple_of(3) { "spot" } else { "on-demand" }),
             ("node-role.kubernetes.io/worker", ""),
             ("feature.node.kubernetes.io/kernel-version.major", "6"),
         ] {
