@@ -2,7 +2,7 @@
 //! stale series can outlive their pod), plus the exporter's own telemetry.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use prometheus_client::collector::Collector;
@@ -30,8 +30,19 @@ pub struct Telemetry {
     pub watch_errors: Family<ResourceLabel, Counter>,
     pub invalid_objects: Family<ResourceLabel, Counter>,
     pub apply_duration: Histogram,
-    healthy: [AtomicBool; 4],
+    /// When each resource's watch last failed (unix milliseconds; 0 = never).
+    last_error_ms: [AtomicI64; 4],
     last_event: [AtomicI64; 4],
+}
+
+/// A watch counts as failing until it has gone this long without an error. It is longer
+/// than the longest retry backoff, so a watch that keeps failing never looks healthy
+/// between attempts (a relist can complete, then the watch call is refused again).
+pub const UNHEALTHY_AFTER_ERROR: std::time::Duration =
+    std::time::Duration::from_millis(crate::watch::MAX_BACKOFF.as_millis() as u64 + 2_000);
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Every watch event type, as the `type` label spells it.
@@ -45,7 +56,7 @@ impl Default for Telemetry {
             invalid_objects: Family::default(),
             // 1µs .. ~1s
             apply_duration: Histogram::new(exponential_buckets(1e-6, 4.0, 11)),
-            healthy: std::array::from_fn(|_| AtomicBool::new(true)),
+            last_error_ms: std::array::from_fn(|_| AtomicI64::new(0)),
             last_event: std::array::from_fn(|_| AtomicI64::new(0)),
         };
         // Counters exist at zero from the start, so rate() and alerts see "none yet", not "no data".
@@ -64,23 +75,21 @@ impl Telemetry {
     pub fn record_event(&self, resource: Resource, kind: &'static str, now: i64) {
         self.watch_events.get_or_create(&[("resource", resource.as_str()), ("type", kind)]).inc();
         self.last_event[resource as usize].store(now, Ordering::Relaxed);
-        // A restarted watch is healthy again only once its relist has completed.
-        if !matches!(kind, "init" | "init_apply") {
-            self.healthy[resource as usize].store(true, Ordering::Relaxed);
-        }
     }
 
     pub fn record_error(&self, resource: Resource) {
         self.watch_errors.get_or_create(&[("resource", resource.as_str())]).inc();
-        self.healthy[resource as usize].store(false, Ordering::Relaxed);
+        self.last_error_ms[resource as usize].store(unix_ms(), Ordering::Relaxed);
     }
 
     pub fn record_invalid(&self, resource: Resource) {
         self.invalid_objects.get_or_create(&[("resource", resource.as_str())]).inc();
     }
 
+    /// No watch error within `UNHEALTHY_AFTER_ERROR`.
     pub fn healthy(&self, resource: Resource) -> bool {
-        self.healthy[resource as usize].load(Ordering::Relaxed)
+        let last_error = self.last_error_ms[resource as usize].load(Ordering::Relaxed);
+        last_error == 0 || unix_ms() - last_error > UNHEALTHY_AFTER_ERROR.as_millis() as i64
     }
 
     pub fn last_event(&self, resource: Resource) -> i64 {

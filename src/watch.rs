@@ -51,7 +51,9 @@ pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>) -> J
 }
 
 const MIN_BACKOFF: Duration = Duration::from_millis(500);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Short enough to resync within seconds of the API server coming back; failed
+/// calls are cheap, and a successful relist resets it.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Watch one resource forever. After any error the watch is restarted with a
 /// fresh list (after a backoff), so that recovery is proven by a completed
@@ -63,6 +65,7 @@ where
     let resource = K::RESOURCE;
     let mut backoff = MIN_BACKOFF;
     loop {
+        let attempt = Instant::now();
         let mut stream = pin!(watcher::watcher(api.clone(), config.clone()));
         while let Some(item) = stream.next().await {
             let event = match item {
@@ -81,7 +84,6 @@ where
             };
             let kind = event_type(&event);
             if kind == "init_done" {
-                backoff = MIN_BACKOFF;
                 tracing::info!(
                     resource = resource.as_str(),
                     namespace = scope.as_deref().unwrap_or("*"),
@@ -101,6 +103,11 @@ where
                 shared.telemetry.record_invalid(resource);
                 tracing::warn!(resource = resource.as_str(), %error, "ignoring object the exporter cannot read");
             }
+        }
+        // A completed relist is no proof of health (the watch call after it may be refused):
+        // only an attempt that ran cleanly for a while resets the backoff.
+        if attempt.elapsed() > MAX_BACKOFF * 2 {
+            backoff = MIN_BACKOFF;
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);

@@ -5,6 +5,7 @@
 #   controlplane.sh build          install build deps, build and cache the binaries
 #   controlplane.sh up DIR         start everything; writes DIR/env and kubeconfigs
 #   controlplane.sh down DIR       stop what `up` started
+#   controlplane.sh kill-apiserver DIR / start-apiserver DIR   for fault tests
 #
 # The binaries come from Debian's `kubernetes` source package (v1.20.2) and are
 # cached under $MISSCHEDULE_CACHE so that only the first run pays the build.
@@ -114,7 +115,6 @@ up() {
   local dir=$1
   build
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
-  : >"$dir/pids"
   local etcd_port peer_port api_port
   etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
 
@@ -137,23 +137,12 @@ up() {
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
     --initial-cluster "test=http://127.0.0.1:$peer_port" >"$dir/etcd.log" 2>&1 &
-  echo $! >>"$dir/pids"
+  echo $! >"$dir/etcd.pid"
   wait_for 30 etcd curl -sf "http://127.0.0.1:$etcd_port/health" || die "etcd did not start (log: $dir/etcd.log)"
 
-  # TaintNodesByCondition would leave every new node not-ready-tainted: there is no kubelet here.
-  "$BIN_DIR/kube-apiserver" \
-    --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" --insecure-port 0 \
-    --tls-cert-file "$dir/server.crt" --tls-private-key-file "$dir/server.key" --client-ca-file "$dir/ca.crt" \
-    --token-auth-file "$dir/tokens.csv" --authorization-mode RBAC \
-    --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
-    --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
-    --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/24 \
-    --allow-privileged >"$dir/apiserver.log" 2>&1 &
-  echo $! >>"$dir/pids"
+  printf 'ETCD_PORT=%s\nAPI_PORT=%s\nADMIN_TOKEN=%s\n' "$etcd_port" "$api_port" "$admin_token" >"$dir/ports"
+  start_apiserver "$dir"
   local server="https://127.0.0.1:$api_port"
-  wait_for 90 kube-apiserver curl -sf --cacert "$dir/ca.crt" -H "Authorization: Bearer $admin_token" "$server/readyz" \
-    || die "kube-apiserver did not become ready (log: $dir/apiserver.log)"
 
   write_kubeconfig "$dir/admin.kubeconfig" "$server" "$dir/ca.crt" "$admin_token"
   write_kubeconfig "$dir/exporter.kubeconfig" "$server" "$dir/ca.crt" "$exporter_token"
@@ -162,7 +151,7 @@ up() {
   "$BIN_DIR/kube-controller-manager" --kubeconfig "$dir/admin.kubeconfig" \
     --controllers daemonset,garbagecollector --leader-elect=false \
     --kube-api-qps 1000 --kube-api-burst 2000 --port 0 --secure-port 0 >"$dir/controller-manager.log" 2>&1 &
-  echo $! >>"$dir/pids"
+  echo $! >"$dir/controller-manager.pid"
 
   cat >"$dir/env" <<EOE
 KUBE_SERVER=$server
@@ -178,24 +167,48 @@ EOE
   log "control plane up: $server (env in $dir/env)"
 }
 
+# (Re)start kube-apiserver on the ports `up` chose; waits until it is ready.
+start_apiserver() {
+  local dir=$1
+  # shellcheck disable=SC1091
+  . "$dir/ports"
+  # TaintNodesByCondition would leave every new node not-ready-tainted: there is no kubelet here.
+  "$BIN_DIR/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" --insecure-port 0 \
+    --tls-cert-file "$dir/server.crt" --tls-private-key-file "$dir/server.key" --client-ca-file "$dir/ca.crt" \
+    --token-auth-file "$dir/tokens.csv" --authorization-mode RBAC \
+    --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
+    --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/24 \
+    --allow-privileged >>"$dir/apiserver.log" 2>&1 &
+  echo $! >"$dir/apiserver.pid"
+  wait_for 90 kube-apiserver curl -sf --cacert "$dir/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
+    "https://127.0.0.1:$API_PORT/readyz" || die "kube-apiserver did not become ready (log: $dir/apiserver.log)"
+}
+
+stop() { # stop DIR NAME [SIGNAL]
+  local pidfile="$1/$2.pid"
+  [ -f "$pidfile" ] || return 0
+  local pid; pid=$(cat "$pidfile")
+  kill "-${3:-TERM}" "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$pidfile"
+}
+
 down() {
   local dir=$1
-  [ -f "$dir/pids" ] || return 0
-  # Reverse order: controller-manager, apiserver, etcd.
-  tac "$dir/pids" | while read -r pid; do kill "$pid" 2>/dev/null || true; done
-  for _ in $(seq 50); do
-    local alive=0
-    while read -r pid; do kill -0 "$pid" 2>/dev/null && alive=1; done <"$dir/pids"
-    [ $alive = 0 ] && break
-    sleep 0.1
-  done
-  while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done <"$dir/pids"
-  rm -f "$dir/pids"
+  stop "$dir" controller-manager
+  stop "$dir" apiserver
+  stop "$dir" etcd
 }
 
 case "${1:-}" in
   build) build ;;
   up) [ -n "${2:-}" ] || die "usage: $0 up DIR"; up "$2" ;;
   down) [ -n "${2:-}" ] || die "usage: $0 down DIR"; down "$2" ;;
-  *) echo "usage: $0 build | up DIR | down DIR" >&2; exit 2 ;;
+  kill-apiserver) [ -n "${2:-}" ] || die "usage: $0 kill-apiserver DIR"; stop "$2" apiserver KILL ;;
+  start-apiserver) [ -n "${2:-}" ] || die "usage: $0 start-apiserver DIR"; start_apiserver "$2" ;;
+  *) echo "usage: $0 build | up DIR | down DIR | kill-apiserver DIR | start-apiserver DIR" >&2; exit 2 ;;
 esac

@@ -2,6 +2,7 @@
 //! writes them, and a small HTTP client.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod http;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};

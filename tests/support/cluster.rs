@@ -1,0 +1,345 @@
+//! A real control plane for the integration suites: etcd, kube-apiserver and the
+//! DaemonSet controller started by `tests/controlplane/controlplane.sh`, the exporter
+//! binary as a separate process, a stand-in scheduler, and `/metrics` parsing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::discovery::Scope;
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+use super::http;
+
+pub const NS: &str = "monitoring";
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// (daemonset, node, reason, key)
+pub type Row = (String, String, String, String);
+
+pub fn row(ds: &str, node: &str, reason: &str, key: &str) -> Row {
+    (ds.into(), node.into(), reason.into(), key.into())
+}
+
+pub fn rows_on(node: &str, dss: &[&str], reason: &str, key: &str) -> BTreeSet<Row> {
+    dss.iter().map(|ds| row(ds, node, reason, key)).collect()
+}
+
+pub struct ControlPlane {
+    pub dir: std::path::PathBuf,
+    env: BTreeMap<String, String>,
+}
+
+impl ControlPlane {
+    /// `name` keeps the directories of several control planes in one test run apart.
+    pub fn start(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("misschedule-cp-{}-{name}", std::process::id()));
+        let mut cp = Self { dir: dir.clone(), env: BTreeMap::new() };
+        let status = cp.script("up");
+        // Fail loudly: a suite that cannot provision its control plane proves nothing.
+        assert!(status.success(), "control plane failed to start; see logs in {}", dir.display());
+        let env = std::fs::read_to_string(dir.join("env")).expect("controlplane env file");
+        cp.env = env.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        cp
+    }
+
+    pub fn get(&self, key: &str) -> &str {
+        &self.env[key]
+    }
+
+    /// `controlplane.sh COMMAND DIR`: up, down, kill-apiserver (SIGKILL), start-apiserver.
+    pub fn script(&self, command: &str) -> std::process::ExitStatus {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/controlplane/controlplane.sh");
+        Command::new("bash").arg(script).arg(command).arg(&self.dir).status().expect("run controlplane.sh")
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        let _ = self.script("down");
+    }
+}
+
+pub struct Exporter {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Exporter {
+    pub fn start(kubeconfig: &str) -> Self {
+        Self::spawn(kubeconfig, Stdio::inherit())
+    }
+
+    /// Like `start`, with the exporter's log in `log`.
+    pub fn start_logging(kubeconfig: &str, log: &Path) -> Self {
+        Self::spawn(kubeconfig, std::fs::File::create(log).expect("exporter log file").into())
+    }
+
+    fn spawn(kubeconfig: &str, stderr: Stdio) -> Self {
+        let port = http::free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
+            .args(["--kubeconfig", kubeconfig, "--listen", &format!("127.0.0.1:{port}")])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("start exporter");
+        Self { child, port }
+    }
+
+    pub fn ready(&self) -> bool {
+        self.get("/readyz").map(|(status, _)| status) == Some(200)
+    }
+
+    /// The value of one sample, e.g. `misschedule_exporter_watch_errors_total{resource="pods"}`.
+    pub fn sample(&self, series: &str) -> Option<f64> {
+        let prefix = format!("{series} ");
+        self.metrics().lines().find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
+    }
+
+    pub fn get(&self, path: &str) -> Option<(u16, String)> {
+        http::get(self.port, path)
+    }
+
+    pub fn metrics(&self) -> String {
+        self.get("/metrics").map(|(_, body)| body).unwrap_or_default()
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `name{a="b",...} value` lines of one metric, as label maps and values.
+pub fn samples(text: &str, name: &str) -> Vec<(BTreeMap<String, String>, f64)> {
+    let prefix = format!("{name}{{");
+    text.lines()
+        .filter_map(|line| line.strip_prefix(&prefix))
+        .filter_map(|rest| {
+            let (labels, value) = rest.rsplit_once("} ")?;
+            let labels = labels
+                .split("\",")
+                .filter_map(|pair| pair.split_once("=\""))
+                .map(|(k, v)| (k.to_owned(), v.trim_end_matches('"').to_owned()))
+                .collect();
+            Some((labels, value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+pub fn reported_rows(metrics: &str) -> BTreeSet<Row> {
+    samples(metrics, "daemonset_misscheduled_pod_info")
+        .into_iter()
+        .map(|(l, _)| row(&l["daemonset"], &l["node"], &l["reason"], &l["key"]))
+        .collect()
+}
+
+pub fn reported_totals(metrics: &str) -> BTreeMap<String, i64> {
+    let mut totals = BTreeMap::new();
+    for (labels, value) in samples(metrics, "daemonset_misscheduled_nodes") {
+        *totals.entry(labels["daemonset"].clone()).or_default() += value as i64;
+    }
+    totals
+}
+
+pub struct Cluster {
+    pub client: Client,
+    pub nodes: Api<Node>,
+    pub daemonsets: Api<DaemonSet>,
+    pub pods: Api<Pod>,
+}
+
+impl Cluster {
+    pub async fn connect(kubeconfig: &str) -> Self {
+        let kubeconfig = Kubeconfig::read_from(kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+        let client = Client::try_from(config).unwrap();
+        Self {
+            nodes: Api::all(client.clone()),
+            daemonsets: Api::namespaced(client.clone(), NS),
+            pods: Api::namespaced(client.clone(), NS),
+            client,
+        }
+    }
+
+    pub async fn patch_node(&self, name: &str, patch: Value) {
+        self.nodes.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    }
+
+    pub async fn set_taints(&self, name: &str, taints: Value) {
+        self.patch_node(name, json!({"spec": {"taints": taints}})).await;
+    }
+
+    pub async fn patch_daemonset(&self, name: &str, patch: Value) {
+        self.daemonsets.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    }
+
+    /// Act as the scheduler: bind pending daemon pods to the node their matchFields term names.
+    pub async fn bind_pending(&self) {
+        let Ok(pods) = self.pods.list(&ListParams::default()).await else { return };
+        for pod in pods {
+            let spec = pod.spec.as_ref().unwrap();
+            if spec.node_name.is_some() || pod.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let Some(node) = misschedule_exporter::convert::target_node_name(spec) else { continue };
+            let binding = json!({"apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": pod.metadata.name.clone().unwrap()},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
+            let _: Result<Value, _> = self
+                .pods
+                .create_subresource("binding", pod.metadata.name.as_deref().unwrap(), &PostParams::default(), &binding)
+                .await;
+        }
+    }
+
+    /// Finish terminating pods, as a kubelet would once the containers stopped.
+    pub async fn finish_terminating(&self) {
+        let Ok(pods) = self.pods.list(&ListParams::default()).await else { return };
+        for pod in pods.into_iter().filter(|p| p.metadata.deletion_timestamp.is_some()) {
+            let _ =
+                self.pods.delete(pod.metadata.name.as_deref().unwrap(), &DeleteParams::default().grace_period(0)).await;
+        }
+    }
+
+    /// Live `status.numberMisscheduled` per DaemonSet, once the scene has settled: the
+    /// controller has seen the latest spec, every eligible node has a pod, and no pod is
+    /// waiting for the scheduler (a pending pod would be deleted, not kept, by the next step).
+    pub async fn status_totals(&self) -> Option<BTreeMap<String, i64>> {
+        let pending =
+            self.pods.list(&ListParams::default()).await.ok()?.into_iter().any(|p| {
+                p.metadata.deletion_timestamp.is_none() && p.spec.as_ref().is_none_or(|s| s.node_name.is_none())
+            });
+        if pending {
+            return None;
+        }
+        let mut totals = BTreeMap::new();
+        for ds in self.daemonsets.list(&ListParams::default()).await.ok()? {
+            let status = ds.status?;
+            if status.observed_generation != ds.metadata.generation
+                || status.current_number_scheduled != status.desired_number_scheduled
+            {
+                return None;
+            }
+            totals.insert(ds.metadata.name.unwrap(), i64::from(status.number_misscheduled));
+        }
+        Some(totals)
+    }
+
+    /// Nudge the controller to resync every DaemonSet (it has no node-delete handler).
+    pub async fn resync(&self) {
+        let stamp = Instant::now().elapsed().as_nanos().to_string() + &std::process::id().to_string();
+        for ds in self.daemonsets.list(&ListParams::default()).await.unwrap() {
+            let patch = json!({"metadata": {"annotations": {"test/resync": format!("{stamp}-{:?}", Instant::now())}}});
+            self.patch_daemonset(ds.metadata.name.as_deref().unwrap(), patch).await;
+        }
+    }
+
+    /// `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json`, exactly what a
+    /// user would feed to `--snapshot`, minus managedFields (noise kubectl 1.20 still prints).
+    pub fn record(kubeconfig: &str, dir: &Path, name: &str) {
+        let out = Command::new("kubectl")
+            .args(["--kubeconfig", kubeconfig, "get", "nodes,daemonsets,controllerrevisions,pods", "-A", "-o", "json"])
+            .output()
+            .expect("RECORD_SNAPSHOTS needs kubectl (scripts/record-examples.sh installs it)");
+        assert!(out.status.success(), "kubectl failed: {}", String::from_utf8_lossy(&out.stderr));
+        let mut list: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for item in list["items"].as_array_mut().unwrap() {
+            if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("managedFields");
+            }
+        }
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.json")), serde_json::to_string_pretty(&list).unwrap() + "\n").unwrap();
+        if name == "cluster-autoscaler-drain" {
+            // One scene also as raw `-o yaml`, managedFields and all, to keep the YAML path honest.
+            let yaml = Command::new("kubectl")
+                .args([
+                    "--kubeconfig",
+                    kubeconfig,
+                    "get",
+                    "nodes,daemonsets,controllerrevisions,pods",
+                    "-A",
+                    "-o",
+                    "yaml",
+                ])
+                .output()
+                .unwrap();
+            assert!(yaml.status.success());
+            std::fs::write(dir.join(format!("{name}.yaml")), yaml.stdout).unwrap();
+        }
+    }
+}
+
+/// Wait until the exporter reports exactly `expected` and agrees with the controller.
+pub async fn expect(cluster: &Cluster, exporter: &Exporter, step: &str, expected: BTreeSet<Row>) -> Duration {
+    let started = Instant::now();
+    let mut last = String::new();
+    while started.elapsed() < STEP_TIMEOUT {
+        cluster.bind_pending().await;
+        let metrics = exporter.metrics();
+        let rows = reported_rows(&metrics);
+        let ours = reported_totals(&metrics);
+        match cluster.status_totals().await {
+            Some(status) if rows == expected && status == ours => {
+                println!("step {step:<40} ok: {} pods misscheduled, totals {ours:?}", rows.len());
+                return started.elapsed();
+            }
+            status => last = format!("rows {rows:#?}\nexporter totals {ours:?}\ncontroller status {status:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("step {step}: no agreement within {STEP_TIMEOUT:?}\nexpected {expected:#?}\nlast seen: {last}");
+}
+
+/// The chart rendered with its optional ConfigMap on (the prometheus-operator kinds need
+/// CRDs this control plane does not have): file name → object.
+pub fn render_chart() -> BTreeMap<String, Value> {
+    let dir = std::env::temp_dir().join(format!("misschedule-cp-chart-{}", std::process::id()));
+    let out = Command::new("python3")
+        .args([
+            "tests/chart/helm.py",
+            "render",
+            "charts/misschedule-exporter",
+            dir.to_str().unwrap(),
+            r#"{"grafanaDashboard":{"enabled":true}}"#,
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("python3 with helm-python-sdk (scripts/test.sh installs it)");
+    assert!(out.status.success(), "chart render failed: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            let docs: Vec<Value> = serde_saphyr::from_multiple(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            (p.file_name().unwrap().to_string_lossy().into_owned(), docs.into_iter().next().unwrap())
+        })
+        .collect()
+}
+
+/// Server-side dry-run of every rendered object: the real API server validates and defaults them.
+pub async fn dry_run_chart(admin: &Cluster, rendered: &BTreeMap<String, Value>) {
+    let dry_run = PostParams { dry_run: true, ..Default::default() };
+    for (file, object) in rendered {
+        let object: DynamicObject = serde_json::from_value(object.clone()).unwrap();
+        let types = object.types.clone().unwrap();
+        let gvk = GroupVersionKind::try_from(&types).unwrap();
+        let (resource, caps) = kube::discovery::pinned_kind(&admin.client, &gvk).await.unwrap();
+        let api: Api<DynamicObject> = match caps.scope {
+            Scope::Namespaced => Api::namespaced_with(admin.client.clone(), NS, &resource),
+            Scope::Cluster => Api::all_with(admin.client.clone(), &resource),
+        };
+        api.create(&dry_run, &object).await.unwrap_or_else(|e| panic!("dry-run of {file} rejected: {e}"));
+    }
+    println!("chart: {} rendered objects accepted by server-side dry-run", rendered.len());
+}
