@@ -75,41 +75,30 @@ pub struct PodPlacement {
     pub host_network: Option<bool>,
 }
 
-impl PlacementSpec for PodPlacement {
-    fn node_name(&self) -> Option<&str> {
-        self.node_name.as_deref()
-    }
-    fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
-        self.node_selector.as_ref()
-    }
-    fn affinity(&self) -> Option<&Affinity> {
-        self.affinity.as_ref()
-    }
-    fn tolerations(&self) -> Option<&[Toleration]> {
-        self.tolerations.as_deref()
-    }
-    fn host_network(&self) -> bool {
-        self.host_network.unwrap_or(false)
-    }
+/// Both shapes name the fields alike, so one definition serves both.
+macro_rules! placement_spec {
+    ($($ty:ty),*) => {$(
+        impl PlacementSpec for $ty {
+            fn node_name(&self) -> Option<&str> {
+                self.node_name.as_deref()
+            }
+            fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
+                self.node_selector.as_ref()
+            }
+            fn affinity(&self) -> Option<&Affinity> {
+                self.affinity.as_ref()
+            }
+            fn tolerations(&self) -> Option<&[Toleration]> {
+                self.tolerations.as_deref()
+            }
+            fn host_network(&self) -> bool {
+                self.host_network.unwrap_or(false)
+            }
+        }
+    )*};
 }
 
-impl PlacementSpec for PodSpec {
-    fn node_name(&self) -> Option<&str> {
-        self.node_name.as_deref()
-    }
-    fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
-        self.node_selector.as_ref()
-    }
-    fn affinity(&self) -> Option<&Affinity> {
-        self.affinity.as_ref()
-    }
-    fn tolerations(&self) -> Option<&[Toleration]> {
-        self.tolerations.as_deref()
-    }
-    fn host_network(&self) -> bool {
-        self.host_network.unwrap_or(false)
-    }
-}
+placement_spec!(PodPlacement, PodSpec);
 
 /// A node: metadata plus its taints.
 #[derive(Clone, Debug, Default, Deserialize)]
