@@ -8,6 +8,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector as K8sLabelSelector, ObjectMeta, OwnerReference, Time,
 };
 
+use serde::Deserialize as _;
+
 use crate::eligibility::NODE_NAME_FIELD;
 use crate::interner::Interner;
 use crate::model::{
@@ -127,8 +129,6 @@ pub fn revision(rev: &ControllerRevision, interner: &mut Interner) -> Result<Rev
     let placement = placement_from_template(template.as_ref(), interner);
     Ok(Revision { uid, id, owner_uid, hash, placement })
 }
-
-use serde::Deserialize as _;
 
 pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
     let meta = &pod.metadata;
