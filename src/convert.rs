@@ -33,7 +33,7 @@ pub struct ConvertError {
     pub problem: String,
 }
 
-fn describe(meta: &ObjectMeta) -> String {
+pub(crate) fn describe(meta: &ObjectMeta) -> String {
     match (&meta.namespace, &meta.name) {
         (Some(ns), Some(name)) => format!("{ns}/{name}"),
         (None, Some(name)) => name.clone(),

@@ -34,6 +34,16 @@ impl Resource {
     pub const ALL: [Resource; 4] =
         [Resource::Nodes, Resource::DaemonSets, Resource::ControllerRevisions, Resource::Pods];
 
+    /// The API kind, for messages.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Resource::Nodes => "Node",
+            Resource::DaemonSets => "DaemonSet",
+            Resource::ControllerRevisions => "ControllerRevision",
+            Resource::Pods => "Pod",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Resource::Nodes => "nodes",
@@ -155,9 +165,25 @@ pub struct Index {
 }
 
 /// A watched k8s-openapi type the index can take.
-pub trait Indexed: Sized {
+pub trait Indexed: kube::Resource<DynamicType = ()> + Sized {
     type Compact;
     const RESOURCE: Resource;
+    /// Nodes are cached by name, everything else by UID.
+    const KEYED_BY_NAME: bool;
+    /// The cache key, straight from the metadata (a delete needs nothing more).
+    fn raw_key(&self) -> Result<&str, ConvertError> {
+        let meta = self.meta();
+        let (key, field) = if Self::KEYED_BY_NAME {
+            (meta.name.as_deref(), "metadata.name")
+        } else {
+            (meta.uid.as_deref(), "metadata.uid")
+        };
+        key.filter(|k| !k.is_empty()).ok_or_else(|| ConvertError {
+            kind: Self::RESOURCE.kind(),
+            name: convert::describe(meta),
+            problem: format!("missing {field}"),
+        })
+    }
     fn convert(&self, interner: &mut Interner) -> Result<Self::Compact, ConvertError>;
     fn key_of(obj: &Self::Compact) -> &Str;
     /// `None` for cluster-scoped objects.
@@ -200,10 +226,8 @@ impl Index {
                 K::upsert(self, compact);
             }
             Event::Delete(obj) => {
-                // Only the key is needed, but converting validates it the same way as for Apply.
-                let compact = obj.convert(&mut self.interner)?;
-                let key = K::key_of(&compact).clone();
-                K::remove(self, &key);
+                // Only the key is needed: read it from the metadata rather than convert the object.
+                K::remove(self, obj.raw_key()?);
             }
             Event::Init => {
                 K::store(self).relists.insert(scope.map(str::to_owned), HashMap::new());
@@ -463,6 +487,15 @@ pub struct DaemonSetView<'a> {
     state: &'a DaemonSetState,
 }
 
+/// Count each misscheduled node once, under its first (oldest) pod's reason.
+pub fn nodes_by_reason(pods: &[MisscheduledPod<'_>]) -> [u32; Reason::ALL.len()] {
+    let mut counts = [0; Reason::ALL.len()];
+    for pod in pods.iter().filter(|p| p.counts_node) {
+        counts[pod.classification.reason.index()] += 1;
+    }
+    counts
+}
+
 /// A misscheduled pod and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MisscheduledPod<'a> {
@@ -494,11 +527,7 @@ impl<'a> DaemonSetView<'a> {
 
     /// Misscheduled nodes by reason, indexed by `Reason::index`; sums to the node count.
     pub fn misscheduled_nodes_by_reason(&self) -> [u32; Reason::ALL.len()] {
-        let mut counts = [0; Reason::ALL.len()];
-        for pod in self.misscheduled_pods().iter().filter(|p| p.counts_node) {
-            counts[pod.classification.reason.index()] += 1;
-        }
-        counts
+        nodes_by_reason(&self.misscheduled_pods())
     }
 
     /// Every claimed pod on a misscheduled node, by node; on each node the oldest
@@ -538,6 +567,7 @@ macro_rules! indexed {
         impl Indexed for $k8s {
             type Compact = $compact;
             const RESOURCE: Resource = Resource::$resource;
+            const KEYED_BY_NAME: bool = matches!(Resource::$resource, Resource::Nodes);
             fn convert(&self, interner: &mut Interner) -> Result<$compact, ConvertError> {
                 $convert(self, interner)
             }

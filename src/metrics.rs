@@ -14,7 +14,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::index::{Index, MisscheduledPod, Resource};
+use crate::index::{Index, MisscheduledPod, Resource, nodes_by_reason};
 use crate::model::DaemonSet;
 use crate::reason::Reason;
 
@@ -265,17 +265,14 @@ impl Collector for ClusterCollector {
             "daemonset_misscheduled_nodes",
             "Nodes running a daemon pod they should not, by the reason of the node's oldest such pod; summed by DaemonSet it equals status.numberMisscheduled",
             misscheduled.iter().flat_map(|(ds, pods)| {
-                let mut counts = [0i64; Reason::ALL.len()];
-                for p in pods.iter().filter(|p| p.counts_node) {
-                    counts[p.classification.reason.index()] += 1;
-                }
+                let counts = nodes_by_reason(pods);
                 Reason::ALL.into_iter().map(move |reason| {
                     let labels = [
                         ("namespace", &*ds.ds.id.namespace),
                         ("daemonset", &*ds.ds.id.name),
                         ("reason", reason.as_str()),
                     ];
-                    (labels, counts[reason.index()])
+                    (labels, i64::from(counts[reason.index()]))
                 })
             }),
         )?;

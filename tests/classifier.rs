@@ -383,3 +383,18 @@ fn malformed_objects_are_rejected_and_change_nothing() {
     assert_eq!(err.to_string(), "Pod ns/agent-n1: missing metadata.uid");
     assert_eq!(misscheduled(&index).len(), 1);
 }
+
+#[test]
+fn deletes_need_only_the_key() {
+    let ds = daemonset("agent", json!({}));
+    let mut index = cluster(vec![node("n1", &[], &["x:NoSchedule"])], vec![ds.clone()], vec![], vec![daemon_pod(&ds, "n1", "h", true)]);
+    // A delete carrying only metadata (as a tombstone may) still removes the pod.
+    let mut bare: k8s_openapi::api::core::v1::Pod = from(json!({"metadata": {"name": "agent-n1", "namespace": "ns", "uid": "pod-agent-n1-h"}}));
+    index.apply(Event::Delete(bare.clone())).unwrap();
+    assert!(misscheduled(&index).is_empty());
+    // Without its key, a delete is refused by name, and nothing else changes.
+    bare.metadata.uid = None;
+    let err = index.apply(Event::Delete(bare)).unwrap_err();
+    assert_eq!(err.to_string(), "Pod ns/agent-n1: missing metadata.uid");
+    assert_eq!(index.daemonsets()[0].eligible_nodes(), 0);
+}
