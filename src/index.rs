@@ -8,7 +8,7 @@
 //! DaemonSet event re-evaluates that DaemonSet. Scrapes read only the
 //! misscheduled nodes, so their cost does not grow with the cluster.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet as K8sDaemonSet};
 use k8s_openapi::api::core::v1::{Node as K8sNode, Pod as K8sPod};
@@ -17,7 +17,7 @@ use kube::runtime::watcher::Event;
 use crate::convert::{self, ConvertError};
 use crate::eligibility::{Skip, selector_matches, should_run};
 use crate::interner::Interner;
-use crate::model::{DaemonSet, Node, Pod, Revision, Str, Timestamp};
+use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp};
 use crate::reason::{Classification, DrainTaints, Reason, classify};
 use crate::resources::{DaemonPod, NodeTaints};
 
@@ -62,16 +62,16 @@ pub type Scope<'a> = Option<&'a str>;
 /// the new ones are buffered; `InitDone` swaps them.
 #[derive(Debug)]
 pub struct Store<T> {
-    objects: HashMap<Str, T>,
-    relists: HashMap<Option<String>, HashMap<Str, T>>,
-    synced_scopes: HashSet<Option<String>>,
+    objects: FastMap<Str, T>,
+    relists: FastMap<Option<String>, FastMap<Str, T>>,
+    synced_scopes: FastSet<Option<String>>,
     /// How many scopes (watch streams) feed this store.
     scopes: usize,
 }
 
 impl<T> Default for Store<T> {
     fn default() -> Self {
-        Self { objects: HashMap::new(), relists: HashMap::new(), synced_scopes: HashSet::new(), scopes: 1 }
+        Self { objects: FastMap::default(), relists: FastMap::default(), synced_scopes: FastSet::default(), scopes: 1 }
     }
 }
 
@@ -93,11 +93,11 @@ struct Since {
 #[derive(Debug, Default)]
 struct DaemonSetState {
     /// Nodes where `shouldRun` is false, and why.
-    skips: HashMap<Str, Skip>,
+    skips: FastMap<Str, Skip>,
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
-    skip_counts: HashMap<(&'static str, Str), u32>,
+    skip_counts: FastMap<(&'static str, Str), u32>,
     /// Claimed pods by target node.
-    claimed: HashMap<Str, Vec<Str>>,
+    claimed: FastMap<Str, Vec<Str>>,
     /// Nodes that exist, are skipped, and have a claimed pod.
     misscheduled: BTreeMap<Str, Since>,
 }
@@ -155,11 +155,11 @@ pub struct Index {
     daemonsets: Store<DaemonSet>,
     revisions: Store<Revision>,
     pods: Store<Pod>,
-    state: HashMap<Str, DaemonSetState>,
+    state: FastMap<Str, DaemonSetState>,
     /// Pods by the DaemonSet UID of their controller ownerReference, claimed or not.
-    owned_pods: HashMap<Str, HashSet<Str>>,
+    owned_pods: FastMap<Str, FastSet<Str>>,
     /// (owner UID, controller-revision-hash) → revision UID.
-    revision_by_hash: HashMap<(Str, Str), Str>,
+    revision_by_hash: FastMap<(Str, Str), Str>,
     /// Bumped by every change that can alter what the index reports; readers cache on it.
     generation: u64,
 }
@@ -230,7 +230,7 @@ impl Index {
                 K::remove(self, obj.raw_key()?);
             }
             Event::Init => {
-                K::store(self).relists.insert(scope.map(str::to_owned), HashMap::new());
+                K::store(self).relists.insert(scope.map(str::to_owned), FastMap::default());
             }
             Event::InitApply(obj) => {
                 let compact = obj.convert(&mut self.interner)?;
@@ -350,7 +350,7 @@ impl Index {
         }
         if template_changed || selector_changed {
             let nodes = &self.nodes.objects;
-            let candidates: HashSet<Str> = state.claimed.keys().chain(state.misscheduled.keys()).cloned().collect();
+            let candidates: FastSet<Str> = state.claimed.keys().chain(state.misscheduled.keys()).cloned().collect();
             for node in candidates {
                 state.refresh(&node, nodes.contains_key(&node), since);
             }

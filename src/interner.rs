@@ -3,18 +3,18 @@
 //! 200,000 daemon pods carry a few hundred distinct label sets and templates;
 //! storing each once is most of what keeps the cache small.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::sync::Arc;
 
-use crate::model::{Labels, Placement, Str};
+use crate::model::{FastSet, Labels, Placement, Str};
 
 /// Interned values are dropped by `collect_garbage` once only the interner holds them.
 #[derive(Debug, Default)]
 pub struct Interner {
-    strings: HashSet<Str>,
-    label_sets: HashSet<Labels>,
-    placements: HashSet<Arc<Placement>>,
+    strings: FastSet<Str>,
+    label_sets: FastSet<Labels>,
+    placements: FastSet<Arc<Placement>>,
     inserts_since_gc: usize,
 }
 
@@ -65,7 +65,7 @@ impl Interner {
     }
 }
 
-fn intern<T: Eq + Hash>(set: &mut HashSet<Arc<T>>, value: Arc<T>, inserts: &mut usize) -> Arc<T> {
+fn intern<T: Eq + Hash>(set: &mut FastSet<Arc<T>>, value: Arc<T>, inserts: &mut usize) -> Arc<T> {
     if let Some(existing) = set.get(&value) {
         return existing.clone();
     }

@@ -9,6 +9,10 @@ use std::sync::Arc;
 
 pub type Str = Arc<str>;
 
+/// Maps and sets for the caches (see Cargo.toml on foldhash).
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
+
 /// Unix time in seconds.
 pub type Timestamp = i64;
 

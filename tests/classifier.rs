@@ -387,9 +387,15 @@ fn malformed_objects_are_rejected_and_change_nothing() {
 #[test]
 fn deletes_need_only_the_key() {
     let ds = daemonset("agent", json!({}));
-    let mut index = cluster(vec![node("n1", &[], &["x:NoSchedule"])], vec![ds.clone()], vec![], vec![daemon_pod(&ds, "n1", "h", true)]);
+    let mut index = cluster(
+        vec![node("n1", &[], &["x:NoSchedule"])],
+        vec![ds.clone()],
+        vec![],
+        vec![daemon_pod(&ds, "n1", "h", true)],
+    );
     // A delete carrying only metadata (as a tombstone may) still removes the pod.
-    let mut bare: k8s_openapi::api::core::v1::Pod = from(json!({"metadata": {"name": "agent-n1", "namespace": "ns", "uid": "pod-agent-n1-h"}}));
+    let mut bare: k8s_openapi::api::core::v1::Pod =
+        from(json!({"metadata": {"name": "agent-n1", "namespace": "ns", "uid": "pod-agent-n1-h"}}));
     index.apply(Event::Delete(bare.clone())).unwrap();
     assert!(misscheduled(&index).is_empty());
     // Without its key, a delete is refused by name, and nothing else changes.
