@@ -63,7 +63,8 @@ pub type Scope<'a> = Option<&'a str>;
 #[derive(Debug)]
 pub struct Store<T> {
     objects: FastMap<Str, T>,
-    relists: FastMap<Option<String>, FastMap<Str, T>>,
+    /// Relists under way, one per scope (a namespace, or `None` for all): a short list.
+    relists: Vec<(Option<String>, FastMap<Str, T>)>,
     synced_scopes: FastSet<Option<String>>,
     /// How many scopes (watch streams) feed this store.
     scopes: usize,
@@ -71,13 +72,33 @@ pub struct Store<T> {
 
 impl<T> Default for Store<T> {
     fn default() -> Self {
-        Self { objects: FastMap::default(), relists: FastMap::default(), synced_scopes: FastSet::default(), scopes: 1 }
+        Self { objects: FastMap::default(), relists: Vec::new(), synced_scopes: FastSet::default(), scopes: 1 }
     }
 }
 
 impl<T> Store<T> {
     fn synced(&self) -> bool {
         self.synced_scopes.len() >= self.scopes
+    }
+
+    /// The buffer of the relist under way for `scope`, created if there is none. Looked
+    /// up by the borrowed scope: this runs once per listed object.
+    fn relist_buffer(&mut self, scope: Scope<'_>) -> &mut FastMap<Str, T> {
+        let at = match self.relists.iter().position(|(s, _)| s.as_deref() == scope) {
+            Some(at) => at,
+            None => {
+                self.relists.push((scope.map(str::to_owned), FastMap::default()));
+                self.relists.len() - 1
+            }
+        };
+        &mut self.relists[at].1
+    }
+
+    fn take_relist(&mut self, scope: Scope<'_>) -> FastMap<Str, T> {
+        match self.relists.iter().position(|(s, _)| s.as_deref() == scope) {
+            Some(at) => self.relists.swap_remove(at).1,
+            None => FastMap::default(),
+        }
     }
 }
 
@@ -230,16 +251,17 @@ impl Index {
                 K::remove(self, obj.raw_key()?);
             }
             Event::Init => {
-                K::store(self).relists.insert(scope.map(str::to_owned), FastMap::default());
+                // A relist restarted mid-way starts from an empty buffer.
+                K::store(self).relist_buffer(scope).clear();
             }
             Event::InitApply(obj) => {
                 let compact = obj.convert(&mut self.interner)?;
                 let key = K::key_of(&compact).clone();
-                K::store(self).relists.entry(scope.map(str::to_owned)).or_default().insert(key, compact);
+                K::store(self).relist_buffer(scope).insert(key, compact);
             }
             Event::InitDone => {
                 let store = K::store(self);
-                let fresh = store.relists.remove(&scope.map(str::to_owned)).unwrap_or_default();
+                let fresh = store.take_relist(scope);
                 let in_scope =
                     |obj: &K::Compact| scope.is_none_or(|ns| K::namespace_of(obj).is_some_and(|n| **n == *ns));
                 let gone: Vec<Str> = store
