@@ -33,21 +33,26 @@ pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>) -> J
     let scopes: Vec<Option<String>> =
         if config.namespaces.is_empty() { vec![None] } else { config.namespaces.iter().cloned().map(Some).collect() };
     for scope in scopes {
-        let api = |client: &Client| match &scope {
-            Some(ns) => (
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client.clone(), ns),
-            ),
-            None => (Api::all(client.clone()), Api::all(client.clone()), Api::all(client.clone())),
-        };
-        let (daemonsets, revisions, pods): (Api<DaemonSet>, Api<ControllerRevision>, Api<DaemonPod>) = api(&client);
+        let daemonsets: Api<DaemonSet> = scoped_api(&client, scope.as_deref());
+        let revisions: Api<ControllerRevision> = scoped_api(&client, scope.as_deref());
+        let pods: Api<DaemonPod> = scoped_api(&client, scope.as_deref());
         tasks.spawn(run(daemonsets, watcher::Config::default(), scope.clone(), shared.clone()));
         tasks.spawn(run(revisions, watcher::Config::default(), scope.clone(), shared.clone()));
         let pod_config = watcher::Config::default().labels(&config.pod_selector);
         tasks.spawn(run(pods, pod_config, scope, shared.clone()));
     }
     tasks
+}
+
+/// An `Api` for one namespace, or for all of them.
+fn scoped_api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
 }
 
 const MIN_BACKOFF: Duration = Duration::from_millis(500);
