@@ -1,8 +1,9 @@
 //! misschedule-exporter: explains why DaemonSet pods are misscheduled.
 //!
 //! The pure core (`model`, `eligibility`, `reason`, `index`) holds no I/O and
-//! is what the unit tests drive; `watch`, `snapshot` and `server` are the edges.
+//! is what the unit tests drive; `watch`, `snapshot` and `server` (with `tls` and `auth`) are the edges.
 
+pub mod auth;
 pub mod convert;
 pub mod eligibility;
 pub mod explain;
@@ -11,7 +12,9 @@ pub mod interner;
 pub mod metrics;
 pub mod model;
 pub mod reason;
+pub mod reload;
 pub mod resources;
 pub mod server;
 pub mod snapshot;
+pub mod tls;
 pub mod watch;

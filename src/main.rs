@@ -9,11 +9,13 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use misschedule_exporter::auth::Authenticator;
 use misschedule_exporter::explain::{self, render_table};
 use misschedule_exporter::index::{self, Index};
 use misschedule_exporter::metrics::{self, Shared};
 use misschedule_exporter::reason::DrainTaints;
 use misschedule_exporter::snapshot::Snapshot;
+use misschedule_exporter::tls::ReloadingCert;
 use misschedule_exporter::{server, watch};
 use tokio::net::TcpListener;
 
@@ -33,6 +35,9 @@ struct Cli {
 
     #[command(flatten)]
     source: Source,
+
+    #[command(flatten)]
+    web: Web,
 
     /// Log format on stderr (the level comes from RUST_LOG, default info).
     #[arg(long, env = "MISSCHEDULE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
@@ -72,6 +77,34 @@ struct Source {
     /// this label on every pod it creates, so non-daemon pods are never fetched.
     #[arg(long, env = "MISSCHEDULE_POD_SELECTOR", default_value = "pod-template-generation", global = true)]
     pod_selector: String,
+}
+
+/// Who may read /metrics, and over what. The probes stay open and plain.
+#[derive(Debug, clap::Args)]
+struct Web {
+    /// Serve HTTPS with this PEM certificate chain (needs --tls-key-file). Re-read when it changes.
+    #[arg(long, env = "MISSCHEDULE_TLS_CERT_FILE", requires = "tls_key_file")]
+    tls_cert_file: Option<PathBuf>,
+
+    /// PEM private key for --tls-cert-file. Re-read when it changes.
+    #[arg(long, env = "MISSCHEDULE_TLS_KEY_FILE", requires = "tls_cert_file")]
+    tls_key_file: Option<PathBuf>,
+
+    /// Require `Authorization: Bearer <token>` on /metrics, with the token read from this file.
+    #[arg(long, env = "MISSCHEDULE_AUTH_BEARER_TOKEN_FILE")]
+    auth_bearer_token_file: Option<PathBuf>,
+
+    /// Require basic authentication on /metrics with this user name (needs --auth-basic-password-file).
+    #[arg(long, env = "MISSCHEDULE_AUTH_BASIC_USER", requires = "auth_basic_password_file")]
+    auth_basic_user: Option<String>,
+
+    /// File holding the basic-auth password.
+    #[arg(long, env = "MISSCHEDULE_AUTH_BASIC_PASSWORD_FILE", requires = "auth_basic_user")]
+    auth_basic_password_file: Option<PathBuf>,
+
+    /// How often the TLS and auth files are checked for changes.
+    #[arg(long, env = "MISSCHEDULE_CREDENTIALS_RELOAD_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    credentials_reload_seconds: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -191,13 +224,35 @@ async fn run(cli: Cli) -> Outcome {
             Ok(())
         }
         None => {
+            let web = &cli.web;
+            let tls = match (&web.tls_cert_file, &web.tls_key_file) {
+                (Some(cert), Some(key)) => Some(ReloadingCert::load(cert, key).or_exit(Failure::Config)?),
+                _ => None,
+            };
+            let acceptor = tls.as_ref().map(ReloadingCert::acceptor).transpose().or_exit(Failure::Config)?;
+            let basic = web.auth_basic_user.as_deref().zip(web.auth_basic_password_file.as_deref());
+            let auth = Authenticator::load(web.auth_bearer_token_file.as_deref(), basic)
+                .or_exit(Failure::Config)?
+                .map(Arc::new);
             let listener = TcpListener::bind(cli.listen)
                 .await
                 .with_context(|| format!("cannot listen on {}", cli.listen))
                 .or_exit(Failure::Listen)?;
-            tracing::info!(listen = %cli.listen, mode = if live { "live" } else { "snapshot" }, "serving /metrics, /healthz, /readyz");
+            tracing::info!(
+                listen = %cli.listen,
+                mode = if live { "live" } else { "snapshot" },
+                scheme = if tls.is_some() { "https" } else { "http" },
+                auth = auth.is_some(),
+                "serving /metrics, /healthz, /readyz"
+            );
+            let reloader = (tls.is_some() || auth.is_some()).then(|| {
+                let every = Duration::from_secs(web.credentials_reload_seconds);
+                tokio::spawn(server::reload_credentials(tls, auth.clone(), shared.clone(), every))
+            });
             let exposition = Arc::new(metrics::Exposition::new(shared.clone()));
-            server::serve(listener, shared, exposition, shutdown_signal()).await.or_exit(Failure::Runtime)?;
+            let router = server::router(shared, exposition, auth);
+            server::serve(listener, router, acceptor, shutdown_signal()).await.or_exit(Failure::Runtime)?;
+            reloader.inspect(|task| task.abort());
             drop(watches);
             tracing::info!("shut down");
             Ok(())

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use bytes::Bytes;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -22,6 +23,7 @@ pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; versio
 
 type ResourceLabel = [(&'static str, &'static str); 1];
 type EventLabels = [(&'static str, &'static str); 2];
+type ReloadLabels = [(&'static str, &'static str); 2];
 
 /// Per-resource watch health and counters, written by the watch tasks.
 #[derive(Debug)]
@@ -30,6 +32,7 @@ pub struct Telemetry {
     pub watch_errors: Family<ResourceLabel, Counter>,
     pub invalid_objects: Family<ResourceLabel, Counter>,
     pub apply_duration: Histogram,
+    pub reloads: Family<ReloadLabels, Counter>,
     /// When each resource's watch last failed (unix milliseconds; 0 = never).
     last_error_ms: [AtomicI64; 4],
     last_event: [AtomicI64; 4],
@@ -56,6 +59,7 @@ impl Default for Telemetry {
             invalid_objects: Family::default(),
             // 1µs .. ~1s
             apply_duration: Histogram::new(exponential_buckets(1e-6, 4.0, 11)),
+            reloads: Family::default(),
             last_error_ms: std::array::from_fn(|_| AtomicI64::new(0)),
             last_event: std::array::from_fn(|_| AtomicI64::new(0)),
         };
@@ -66,6 +70,11 @@ impl Default for Telemetry {
             }
             telemetry.watch_errors.get_or_create_owned(&[("resource", resource.as_str())]);
             telemetry.invalid_objects.get_or_create_owned(&[("resource", resource.as_str())]);
+        }
+        for file in ["tls", "auth"] {
+            for result in ["success", "failure"] {
+                telemetry.reloads.get_or_create_owned(&[("file", file), ("result", result)]);
+            }
         }
         telemetry
     }
@@ -84,6 +93,11 @@ impl Telemetry {
 
     pub fn record_invalid(&self, resource: Resource) {
         self.invalid_objects.get_or_create(&[("resource", resource.as_str())]).inc();
+    }
+
+    pub fn record_reload(&self, file: &'static str, success: bool) {
+        let result = if success { "success" } else { "failure" };
+        self.reloads.get_or_create(&[("file", file), ("result", result)]).inc();
     }
 
     /// No watch error within `UNHEALTHY_AFTER_ERROR`.
@@ -139,7 +153,9 @@ pub struct Exposition {
     classification: Registry,
     telemetry: Registry,
     rendered_generation: Arc<AtomicU64>,
-    cache: Mutex<Option<(u64, Arc<str>)>>,
+    /// Shared by every response body that is still being sent, so a slow reader costs a
+    /// reference, not a copy of the text.
+    cache: Mutex<Option<(u64, Bytes)>>,
 }
 
 impl Exposition {
@@ -172,20 +188,35 @@ impl Exposition {
             "Time to apply one watch event to the index, re-classifying what it touches",
             t.apply_duration.clone(),
         );
+        telemetry.register(
+            "misschedule_exporter_credential_reloads",
+            "Changed TLS certificate or auth secret files picked up (success) or refused (failure; the previous ones stay in use)",
+            t.reloads.clone(),
+        );
         telemetry.register_collector(Box::new(SelfCollector { shared: shared.clone() }));
         Self { shared, classification, telemetry, rendered_generation, cache: Mutex::new(None) }
     }
 
-    /// OpenMetrics text of everything.
-    pub fn render(&self) -> Result<String, fmt::Error> {
+    /// OpenMetrics text of everything, in two pieces to send one after the other: the
+    /// cached classification and the self-metrics (which end with `# EOF`).
+    pub fn render_parts(&self) -> Result<[Bytes; 2], fmt::Error> {
         let classification = self.classification_text()?;
-        let mut out = String::with_capacity(classification.len() + 8 * 1024);
-        out.push_str(&classification);
-        prometheus_client::encoding::text::encode(&mut out, &self.telemetry)?;
+        let mut telemetry = String::with_capacity(8 * 1024);
+        prometheus_client::encoding::text::encode(&mut telemetry, &self.telemetry)?;
+        Ok([classification, Bytes::from(telemetry)])
+    }
+
+    /// OpenMetrics text of everything, as one string.
+    pub fn render(&self) -> Result<String, fmt::Error> {
+        let [classification, telemetry] = self.render_parts()?;
+        let mut out = String::with_capacity(classification.len() + telemetry.len());
+        // Both parts were encoded from `String`s.
+        out.push_str(std::str::from_utf8(&classification).map_err(|_| fmt::Error)?);
+        out.push_str(std::str::from_utf8(&telemetry).map_err(|_| fmt::Error)?);
         Ok(out)
     }
 
-    fn classification_text(&self) -> Result<Arc<str>, fmt::Error> {
+    fn classification_text(&self) -> Result<Bytes, fmt::Error> {
         // One renderer at a time; the others wait and reuse its result.
         let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let current = self.shared.read().generation();
@@ -196,7 +227,7 @@ impl Exposition {
         }
         let mut text = String::with_capacity(cache.as_ref().map_or(64 * 1024, |(_, t)| t.len() + 4096));
         prometheus_client::encoding::text::encode_registry(&mut text, &self.classification)?;
-        let text: Arc<str> = Arc::from(text);
+        let text = Bytes::from(text);
         // The collector saw the generation it actually rendered, which may be newer than `current`.
         *cache = Some((self.rendered_generation.load(Ordering::Acquire), text.clone()));
         Ok(text)

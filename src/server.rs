@@ -1,16 +1,54 @@
-//! The HTTP edge: `/metrics`, `/healthz`, `/readyz`.
+//! The HTTP edge: `/metrics`, `/healthz`, `/readyz`, optionally behind TLS and
+//! authentication.
+//!
+//! hyper is driven directly rather than through `axum::serve` so that every resource a
+//! client can hold is bounded: connections, time to send the headers, header size,
+//! request body size, handler time, TLS handshake time, and the shutdown grace period.
 
+use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::future::Future;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use bytes::Bytes;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
 
+use crate::auth::Authenticator;
 use crate::metrics::{self, Exposition, Shared};
+use crate::tls::ReloadingCert;
+
+/// Connections served at once; further clients wait in the listen backlog. Each holds
+/// at most a header buffer and a reference to the shared response text.
+pub const MAX_CONNECTIONS: usize = 256;
+/// From connection (or from the end of the last response) to a complete request head.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Request line plus headers; hyper's smallest allowed buffer is 8 KiB.
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+/// No endpoint takes a body.
+pub const MAX_BODY_BYTES: usize = 4 * 1024;
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Prometheus' default scrape timeout.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long in-flight requests may take to finish after a shutdown signal; under the
+/// 5 s the chart's terminationGracePeriod and most supervisors allow before SIGKILL.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(4);
 
 #[derive(Clone)]
 struct AppState {
@@ -18,29 +56,138 @@ struct AppState {
     exposition: Arc<Exposition>,
 }
 
-pub fn router(shared: Arc<Shared>, exposition: Arc<Exposition>) -> Router {
-    Router::new()
-        .route("/metrics", get(metrics_handler))
+/// The routes. `auth` guards `/metrics` only: the probes reveal nothing, and kubelet
+/// probes cannot present credentials.
+pub fn router(shared: Arc<Shared>, exposition: Arc<Exposition>, auth: Option<Arc<Authenticator>>) -> Router {
+    let mut metrics = Router::new().route("/metrics", get(metrics_handler));
+    if let Some(auth) = auth {
+        metrics = metrics.route_layer(middleware::from_fn_with_state(auth, require_auth));
+    }
+    metrics
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready_handler))
         .with_state(AppState { shared, exposition })
+        .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIMEOUT))
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
 }
 
-/// Serve until `shutdown` resolves; in-flight requests are allowed to finish.
+/// Serve `router` until `shutdown` resolves, then let in-flight requests finish for up
+/// to `SHUTDOWN_GRACE`.
 pub async fn serve(
     listener: TcpListener,
-    shared: Arc<Shared>,
-    exposition: Arc<Exposition>,
+    router: Router,
+    tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(shared, exposition)).with_graceful_shutdown(shutdown).await
+    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            permit = connections.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let (stream, peer) = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors, usually: pause rather than spin.
+                    tracing::warn!(%error, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        let tls = tls.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT).max_buf_size(MAX_HEADER_BYTES);
+            let served = match tls {
+                None => watcher.watch(http.serve_connection(TokioIo::new(stream), service)).await,
+                Some(acceptor) => match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => watcher.watch(http.serve_connection(TokioIo::new(stream), service)).await,
+                    Ok(Err(error)) => return tracing::debug!(%peer, %error, "TLS handshake failed"),
+                    Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+                },
+            };
+            if let Err(error) = served {
+                tracing::debug!(%peer, %error, "connection closed with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
+        tracing::warn!(grace = ?SHUTDOWN_GRACE, "requests still in flight after the grace period; closing them");
+    }
+    Ok(())
+}
+
+/// Re-read the certificate and the auth secrets every `every`, so rotated Secrets take
+/// effect without a restart. A bad rotation is logged and counted; the old ones stay.
+pub async fn reload_credentials(
+    tls: Option<Arc<ReloadingCert>>,
+    auth: Option<Arc<Authenticator>>,
+    shared: Arc<Shared>,
+    every: Duration,
+) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        if let Some(cert) = &tls {
+            let outcome = cert.reload_if_changed().map_err(|e| e.to_string());
+            report_reload(&shared, "tls", outcome);
+        }
+        if let Some(auth) = &auth {
+            let outcome = auth.reload_if_changed().map_err(|e| e.to_string());
+            report_reload(&shared, "auth", outcome);
+        }
+    }
+}
+
+fn report_reload(shared: &Shared, file: &'static str, outcome: Result<bool, String>) {
+    match outcome {
+        Ok(false) => {}
+        Ok(true) => {
+            tracing::info!(file, "reloaded");
+            shared.telemetry.record_reload(file, true);
+        }
+        Err(error) => {
+            tracing::error!(file, %error, "cannot reload; the previous credentials stay in use");
+            shared.telemetry.record_reload(file, false);
+        }
+    }
+}
+
+async fn require_auth(State(auth): State<Arc<Authenticator>>, request: Request, next: Next) -> Response {
+    let presented = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
+    if auth.allows(presented) {
+        return next.run(request).await;
+    }
+    let mut response = (StatusCode::UNAUTHORIZED, "unauthorized\n").into_response();
+    for challenge in auth.challenges() {
+        response.headers_mut().append(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    }
+    response
 }
 
 async fn metrics_handler(State(app): State<AppState>) -> Response {
     // Rendering takes locks and can take milliseconds at scale: keep it off the async workers.
-    let rendered = tokio::task::spawn_blocking(move || app.exposition.render()).await;
+    let rendered = tokio::task::spawn_blocking(move || app.exposition.render_parts()).await;
     match rendered.map_err(|_| std::fmt::Error).and_then(|r| r) {
-        Ok(body) => ([(header::CONTENT_TYPE, metrics::OPENMETRICS_CONTENT_TYPE)], body).into_response(),
+        Ok(parts) => ([(header::CONTENT_TYPE, metrics::OPENMETRICS_CONTENT_TYPE)], Body::new(Chunks::from(parts)))
+            .into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "failed to encode metrics\n").into_response(),
     }
 }
@@ -53,5 +200,35 @@ async fn ready_handler(State(app): State<AppState>) -> Response {
         let names: Vec<_> = waiting.iter().map(|r| r.as_str()).collect();
         (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {} not synced or failing\n", names.join(", ")))
             .into_response()
+    }
+}
+
+/// A body of shared byte chunks with an exact length, so the response carries a
+/// Content-Length and the cached text is never copied.
+struct Chunks(VecDeque<Bytes>);
+
+impl<const N: usize> From<[Bytes; N]> for Chunks {
+    fn from(parts: [Bytes; N]) -> Self {
+        Self(parts.into_iter().filter(|b| !b.is_empty()).collect())
+    }
+}
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.pop_front().map(|chunk| Ok(http_body::Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.0.iter().map(|b| b.len() as u64).sum())
     }
 }
