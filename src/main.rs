@@ -77,6 +77,11 @@ struct Source {
     /// this label on every pod it creates, so non-daemon pods are never fetched.
     #[arg(long, env = "MISSCHEDULE_POD_SELECTOR", default_value = "pod-template-generation", global = true)]
     pod_selector: String,
+
+    /// Seconds each watch call lasts before it is resumed; lower it below an idle
+    /// timeout that a proxy or load balancer in front of the API server enforces.
+    #[arg(long, env = "MISSCHEDULE_WATCH_TIMEOUT_SECONDS", default_value_t = 290, value_parser = clap::value_parser!(u32).range(1..=290), global = true)]
+    watch_timeout_seconds: u32,
 }
 
 /// Who may read /metrics, and over what. The probes stay open and plain.
@@ -197,8 +202,11 @@ async fn run(cli: Cli) -> Outcome {
     let shared = if live {
         let client = connect(source).await?;
         let shared = Arc::new(Shared::new(index));
-        let config =
-            watch::WatchConfig { namespaces: source.namespace.clone(), pod_selector: source.pod_selector.clone() };
+        let config = watch::WatchConfig {
+            namespaces: source.namespace.clone(),
+            pod_selector: source.pod_selector.clone(),
+            timeout_seconds: source.watch_timeout_seconds,
+        };
         watches = Some(watch::spawn_all(client, &config, shared.clone()));
         shared
     } else {

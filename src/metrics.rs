@@ -30,6 +30,7 @@ type ReloadLabels = [(&'static str, &'static str); 2];
 pub struct Telemetry {
     pub watch_events: Family<EventLabels, Counter>,
     pub watch_errors: Family<ResourceLabel, Counter>,
+    pub watch_expiries: Family<ResourceLabel, Counter>,
     pub invalid_objects: Family<ResourceLabel, Counter>,
     pub apply_duration: Histogram,
     pub reloads: Family<ReloadLabels, Counter>,
@@ -56,6 +57,7 @@ impl Default for Telemetry {
         let telemetry = Self {
             watch_events: Family::default(),
             watch_errors: Family::default(),
+            watch_expiries: Family::default(),
             invalid_objects: Family::default(),
             // 1µs .. ~1s
             apply_duration: Histogram::new(exponential_buckets(1e-6, 4.0, 11)),
@@ -69,6 +71,7 @@ impl Default for Telemetry {
                 telemetry.watch_events.get_or_create_owned(&[("resource", resource.as_str()), ("type", kind)]);
             }
             telemetry.watch_errors.get_or_create_owned(&[("resource", resource.as_str())]);
+            telemetry.watch_expiries.get_or_create_owned(&[("resource", resource.as_str())]);
             telemetry.invalid_objects.get_or_create_owned(&[("resource", resource.as_str())]);
         }
         for file in ["tls", "auth"] {
@@ -89,6 +92,10 @@ impl Telemetry {
     pub fn record_error(&self, resource: Resource) {
         self.watch_errors.get_or_create(&[("resource", resource.as_str())]).inc();
         self.last_error_ms[resource as usize].store(unix_ms(), Ordering::Relaxed);
+    }
+
+    pub fn record_expiry(&self, resource: Resource) {
+        self.watch_expiries.get_or_create(&[("resource", resource.as_str())]).inc();
     }
 
     pub fn record_invalid(&self, resource: Resource) {
@@ -177,6 +184,11 @@ impl Exposition {
             "misschedule_exporter_watch_errors",
             "Failed watch or list calls, by resource; each is followed by a backoff and a relist",
             t.watch_errors.clone(),
+        );
+        telemetry.register(
+            "misschedule_exporter_watch_expiries",
+            "Watches whose resourceVersion had expired (410 Gone), each followed by an immediate relist; not a failure",
+            t.watch_expiries.clone(),
         );
         telemetry.register(
             "misschedule_exporter_invalid_objects",

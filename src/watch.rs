@@ -24,21 +24,24 @@ pub struct WatchConfig {
     pub namespaces: Vec<String>,
     /// Server-side label selector for pods.
     pub pod_selector: String,
+    /// Seconds before the API server ends each watch call and it is resumed.
+    pub timeout_seconds: u32,
 }
 
 /// Start every watch. The tasks run until the set is dropped.
 pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    tasks.spawn(run::<NodeTaints>(Api::all(client.clone()), watcher::Config::default(), None, shared.clone()));
+    let base = watcher::Config::default().timeout(config.timeout_seconds);
+    tasks.spawn(run::<NodeTaints>(Api::all(client.clone()), base.clone(), None, shared.clone()));
     let scopes: Vec<Option<String>> =
         if config.namespaces.is_empty() { vec![None] } else { config.namespaces.iter().cloned().map(Some).collect() };
     for scope in scopes {
         let daemonsets: Api<DaemonSet> = scoped_api(&client, scope.as_deref());
         let revisions: Api<ControllerRevision> = scoped_api(&client, scope.as_deref());
         let pods: Api<DaemonPod> = scoped_api(&client, scope.as_deref());
-        tasks.spawn(run(daemonsets, watcher::Config::default(), scope.clone(), shared.clone()));
-        tasks.spawn(run(revisions, watcher::Config::default(), scope.clone(), shared.clone()));
-        let pod_config = watcher::Config::default().labels(&config.pod_selector);
+        tasks.spawn(run(daemonsets, base.clone(), scope.clone(), shared.clone()));
+        tasks.spawn(run(revisions, base.clone(), scope.clone(), shared.clone()));
+        let pod_config = base.clone().labels(&config.pod_selector);
         tasks.spawn(run(pods, pod_config, scope, shared.clone()));
     }
     tasks
@@ -62,7 +65,9 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Watch one resource forever. After any error the watch is restarted with a
 /// fresh list (after a backoff), so that recovery is proven by a completed
-/// relist and anything deleted meanwhile disappears.
+/// relist and anything deleted meanwhile disappears. An expired resourceVersion
+/// (410 Gone, after etcd compaction) is routine: it relists at once and is not
+/// counted as a failure.
 async fn run<K>(api: Api<K>, config: watcher::Config, scope: Option<String>, shared: Arc<Shared>)
 where
     K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
@@ -71,10 +76,21 @@ where
     let mut backoff = MIN_BACKOFF;
     loop {
         let attempt = Instant::now();
+        let mut expired = false;
         let mut stream = pin!(watcher::watcher(api.clone(), config.clone()));
         while let Some(item) = stream.next().await {
             let event = match item {
                 Ok(event) => event,
+                Err(error) if is_expired(&error) => {
+                    shared.telemetry.record_expiry(resource);
+                    tracing::info!(
+                        resource = resource.as_str(),
+                        namespace = scope.as_deref().unwrap_or("*"),
+                        "watch expired (410 Gone); relisting"
+                    );
+                    expired = true;
+                    break;
+                }
                 Err(error) => {
                     shared.telemetry.record_error(resource);
                     tracing::error!(
@@ -114,8 +130,20 @@ where
         if attempt.elapsed() > MAX_BACKOFF * 2 {
             backoff = MIN_BACKOFF;
         }
+        if expired {
+            continue;
+        }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// The API server no longer has the resourceVersion the watch resumes from.
+fn is_expired(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::WatchError(status) => status.code == 410,
+        watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.code == 410,
+        _ => false,
     }
 }
 

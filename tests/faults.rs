@@ -1,19 +1,23 @@
-//! Faults on the real control plane: the API server killed and restarted, and
-//! RBAC that denies `watch pods` until it is granted. Through both the exporter
-//! keeps serving, `/readyz` tells the truth, and it recovers without a restart.
+//! Faults on the real control plane: the API server killed and restarted, the
+//! exporter alone cut off while the cluster changes, watches expired by etcd
+//! compaction (410 Gone), and RBAC that denies `watch pods` until it is granted.
+//! Through all of them the exporter keeps serving, `/readyz` tells the truth, and it
+//! recovers without a restart and without stale series.
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::cluster::*;
+use support::http;
+use support::proxy::Proxy;
 
 const READ: [&str; 3] = ["get", "list", "watch"];
 
@@ -150,4 +154,154 @@ async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
     wait_for("ready once granted", Duration::from_secs(20), || exporter.ready()).await;
     println!("ready {:?} after the permission was granted", granted.elapsed());
     expect(&admin, &exporter, "working after the grant", BTreeSet::new()).await;
+}
+
+fn taint(key: &str, value: &str, effect: &str) -> Value {
+    json!([{"key": key, "value": value, "effect": effect}])
+}
+
+/// Every resource's value of a per-resource self-metric, e.g. `..._watch_errors_total`.
+fn per_resource(exporter: &Exporter, metric: &str) -> BTreeMap<String, f64> {
+    let metrics = exporter.metrics();
+    ["nodes", "daemonsets", "controllerrevisions", "pods"]
+        .into_iter()
+        .map(|r| {
+            let series = format!("{metric}{{resource=\"{r}\"}} ");
+            let value = metrics.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok());
+            (r.to_owned(), value.unwrap_or(f64::NAN))
+        })
+        .collect()
+}
+
+fn relists(exporter: &Exporter) -> BTreeMap<String, f64> {
+    let metrics = exporter.metrics();
+    ["nodes", "daemonsets", "controllerrevisions", "pods"]
+        .into_iter()
+        .map(|r| {
+            let series = format!("misschedule_exporter_watch_events_total{{resource=\"{r}\",type=\"init\"}} ");
+            let value = metrics.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok());
+            (r.to_owned(), value.unwrap_or(f64::NAN))
+        })
+        .collect()
+}
+
+/// Compact etcd up to its current revision (the API server does this every 5 minutes),
+/// through etcd's HTTP gateway. Returns that revision.
+fn compact_etcd(endpoint: &str) -> i64 {
+    let port: u16 = endpoint.rsplit(':').next().and_then(|p| p.parse().ok()).expect("etcd endpoint port");
+    let (status, body) = http::request(port, "POST", "/v3/kv/range", Some(r#"{"key":"L3JlZ2lzdHJ5"}"#)).unwrap();
+    assert_eq!(status, 200, "{body}");
+    let header: Value = serde_json::from_str(&body).unwrap();
+    let revision: i64 = header["header"]["revision"].as_str().and_then(|r| r.parse().ok()).expect("revision");
+    let request = format!(r#"{{"revision":"{revision}","physical":true}}"#);
+    let (status, body) = http::request(port, "POST", "/v3/kv/compaction", Some(&request)).unwrap();
+    assert_eq!(status, 200, "{body}");
+    revision
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
+    // Without the watch cache the API server serves watches from etcd, so compacting etcd
+    // expires the exporter's resourceVersions, exactly as a long disconnection would.
+    let cp = ControlPlane::start_with("expiry", "--watch-cache=false");
+    let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
+    scene(&admin, &READ).await;
+    let pp = PostParams::default();
+    admin.nodes.create(&pp, &serde_json::from_value(json!({"metadata": {"name": "n3"}})).unwrap()).await.unwrap();
+
+    // The exporter reaches the API server only through a proxy the test can cut.
+    let server = cp.get("KUBE_SERVER");
+    let api_port: u16 = server.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap();
+    let proxy = Proxy::start(api_port).await;
+    let kubeconfig = cp.dir.join("exporter-via-proxy.kubeconfig");
+    let original = std::fs::read_to_string(cp.get("EXPORTER_KUBECONFIG")).unwrap();
+    std::fs::write(&kubeconfig, original.replace(server, &format!("https://127.0.0.1:{}", proxy.port))).unwrap();
+    let exporter = Exporter::start_with(
+        kubeconfig.to_str().unwrap(),
+        &["--watch-timeout-seconds", "5"],
+        &cp.dir.join("exporter.log"),
+    );
+    wait_for("ready", Duration::from_secs(30), || exporter.ready()).await;
+    // A pod on every node first: a taint that comes before the pod keeps the pod away instead.
+    let started = Instant::now();
+    loop {
+        admin.bind_pending().await;
+        let pods = admin.pods.list(&ListParams::default()).await.unwrap();
+        if pods.items.iter().filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some())).count() == 3 {
+            break;
+        }
+        assert!(started.elapsed() < STEP_TIMEOUT, "daemon pods not on all three nodes");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    admin.set_taints("n2", taint("dedicated", "db", "NoSchedule")).await;
+    admin.set_taints("n3", taint("dedicated", "gpu", "NoSchedule")).await;
+    let before: BTreeSet<_> = [
+        ("agent".into(), "n2".into(), "taint_added".into(), "dedicated".into()),
+        ("agent".into(), "n3".into(), "taint_added".into(), "dedicated".into()),
+    ]
+    .into();
+    expect(&admin, &exporter, "before the cut", before.clone()).await;
+
+    // Cut off, the exporter misses: a misscheduled pod deleted, a misscheduled node
+    // deleted, and a drain taint added.
+    proxy.cut();
+    wait_for("/readyz 503 while cut off", Duration::from_secs(20), || !exporter.ready()).await;
+    let pods = admin.pods.list(&ListParams::default()).await.unwrap();
+    let on_n2 = pods.into_iter().find(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some("n2")).unwrap();
+    let deleted_pod = on_n2.metadata.name.clone().unwrap();
+    admin.pods.delete(&deleted_pod, &DeleteParams::default().grace_period(0)).await.unwrap();
+    admin.nodes.delete("n3", &DeleteParams::default()).await.unwrap();
+    admin.set_taints("n1", taint("ToBeDeletedByClusterAutoscaler", "1", "NoSchedule")).await;
+    admin.resync().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(reported_rows(&exporter.metrics()), before, "the exporter is cut off: it serves the last known state");
+
+    proxy.restore();
+    let caught_up = wait_for("caught up after reconnecting", Duration::from_secs(15), || {
+        reported_rows(&exporter.metrics()) == drain("n1")
+    })
+    .await;
+    println!("exporter caught up {caught_up:?} after its connection was restored");
+    expect(&admin, &exporter, "after reconnecting", drain("n1")).await;
+    let metrics = exporter.metrics();
+    assert!(!metrics.contains("node=\"n3\""), "series for the deleted node n3:\n{metrics}");
+    assert!(!metrics.contains(&deleted_pod), "series for the deleted pod {deleted_pod}");
+    wait_for("ready after reconnecting", Duration::from_secs(15), || exporter.ready()).await;
+
+    // Watch expiry: writes the exporter does not watch move etcd on, compaction drops
+    // every revision the exporter holds, and the next resumed watch gets 410 Gone.
+    let relists_before = relists(&exporter);
+    let expiries_before = per_resource(&exporter, "misschedule_exporter_watch_expiries_total");
+    let errors_before = per_resource(&exporter, "misschedule_exporter_watch_errors_total");
+    let configmaps: Api<ConfigMap> = Api::namespaced(admin.client.clone(), NS);
+    // Two writes: etcd keeps the compaction revision itself, and a watch resumes one past
+    // the revision it holds.
+    for name in ["unwatched-1", "unwatched-2"] {
+        configmaps.create(&pp, &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()).await.unwrap();
+    }
+    let revision = compact_etcd(cp.get("ETCD_ENDPOINT"));
+    println!("compacted etcd at revision {revision}");
+    let mut stayed_ready = true;
+    let expired = wait_for("every watch expired (410) and relisted", Duration::from_secs(30), || {
+        stayed_ready &= exporter.ready();
+        let (relisted, expiries) =
+            (relists(&exporter), per_resource(&exporter, "misschedule_exporter_watch_expiries_total"));
+        relisted.iter().all(|(r, n)| *n > relists_before[r]) && expiries.iter().all(|(r, n)| *n > expiries_before[r])
+    })
+    .await;
+    println!("all four watches expired and relisted within {expired:?}");
+    assert!(stayed_ready, "a routine 410 must not make the exporter unready");
+    assert_eq!(
+        per_resource(&exporter, "misschedule_exporter_watch_errors_total"),
+        errors_before,
+        "a 410 is not an error"
+    );
+    // Relisted state: the same rows, once each, and still live.
+    let metrics = exporter.metrics();
+    let info: Vec<_> = metrics.lines().filter(|l| l.starts_with("daemonset_misscheduled_pod_info{")).collect();
+    assert_eq!(info.len(), info.iter().collect::<BTreeSet<_>>().len(), "duplicate series after the relist");
+    expect(&admin, &exporter, "after the relist", drain("n1")).await;
+    admin.set_taints("n1", json!([])).await;
+    expect(&admin, &exporter, "watching again after the relist", BTreeSet::new()).await;
+    drop(proxy);
 }

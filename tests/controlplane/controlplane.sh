@@ -140,7 +140,8 @@ up() {
   echo $! >"$dir/etcd.pid"
   wait_for 30 etcd curl -sf "http://127.0.0.1:$etcd_port/health" || die "etcd did not start (log: $dir/etcd.log)"
 
-  printf 'ETCD_PORT=%s\nAPI_PORT=%s\nADMIN_TOKEN=%s\n' "$etcd_port" "$api_port" "$admin_token" >"$dir/ports"
+  printf 'ETCD_PORT=%s\nAPI_PORT=%s\nADMIN_TOKEN=%s\nAPISERVER_EXTRA_ARGS=%q\n' \
+    "$etcd_port" "$api_port" "$admin_token" "${APISERVER_EXTRA_ARGS:-}" >"$dir/ports"
   start_apiserver "$dir"
   local server="https://127.0.0.1:$api_port"
 
@@ -173,7 +174,9 @@ start_apiserver() {
   # shellcheck disable=SC1091
   . "$dir/ports"
   # TaintNodesByCondition would leave every new node not-ready-tainted: there is no kubelet here.
-  "$BIN_DIR/kube-apiserver" \
+  # APISERVER_EXTRA_ARGS (given to `up`) is word-split on purpose, e.g. "--watch-cache=false".
+  # shellcheck disable=SC2086
+  "$BIN_DIR/kube-apiserver" $APISERVER_EXTRA_ARGS \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" --insecure-port 0 \
     --tls-cert-file "$dir/server.crt" --tls-private-key-file "$dir/server.key" --client-ca-file "$dir/ca.crt" \

@@ -39,9 +39,21 @@ pub struct ControlPlane {
 impl ControlPlane {
     /// `name` keeps the directories of several control planes in one test run apart.
     pub fn start(name: &str) -> Self {
+        Self::start_with(name, "")
+    }
+
+    /// Like `start`, with extra kube-apiserver flags (kept across `start-apiserver`).
+    pub fn start_with(name: &str, apiserver_args: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("misschedule-cp-{}-{name}", std::process::id()));
         let mut cp = Self { dir: dir.clone(), env: BTreeMap::new() };
-        let status = cp.script("up");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/controlplane/controlplane.sh");
+        let status = Command::new("bash")
+            .arg(script)
+            .arg("up")
+            .arg(&dir)
+            .env("APISERVER_EXTRA_ARGS", apiserver_args)
+            .status()
+            .expect("run controlplane.sh");
         // Fail loudly: a suite that cannot provision its control plane proves nothing.
         assert!(status.success(), "control plane failed to start; see logs in {}", dir.display());
         let env = std::fs::read_to_string(dir.join("env")).expect("controlplane env file");
@@ -78,14 +90,25 @@ impl Exporter {
 
     /// Like `start`, with the exporter's log in `log`.
     pub fn start_logging(kubeconfig: &str, log: &Path) -> Self {
-        Self::spawn(kubeconfig, std::fs::File::create(log).expect("exporter log file").into())
+        Self::start_with(kubeconfig, &[], log)
+    }
+
+    /// Like `start_logging`, with extra command-line flags.
+    pub fn start_with(kubeconfig: &str, args: &[&str], log: &Path) -> Self {
+        let log = std::fs::File::create(log).expect("exporter log file");
+        Self::spawn_with(kubeconfig, args, log.into())
     }
 
     fn spawn(kubeconfig: &str, stderr: Stdio) -> Self {
+        Self::spawn_with(kubeconfig, &[], stderr)
+    }
+
+    fn spawn_with(kubeconfig: &str, args: &[&str], stderr: Stdio) -> Self {
         let port = http::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
             .args(["--kubeconfig", kubeconfig, "--listen", &format!("127.0.0.1:{port}")])
-            .env("RUST_LOG", "warn")
+            .args(args)
+            .env("RUST_LOG", std::env::var("EXPORTER_RUST_LOG").unwrap_or_else(|_| "warn".into()))
             .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()
