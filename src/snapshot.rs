@@ -86,6 +86,7 @@ impl Snapshot {
             }
             return Ok(());
         }
+        check_sizes(&value).map_err(object_error)?;
         let at = path.to_owned();
         match kind.as_str() {
             "Node" => self.nodes.push((at, typed(value).map_err(object_error)?)),
@@ -125,6 +126,58 @@ fn load<K: Indexed>(
     index.apply(Event::<K>::InitDone).map_err(|source| SnapshotError::Invalid { path: PathBuf::new(), source })
 }
 
+/// The API server's limits on names, label keys and values (and so on taints). An object
+/// beyond them cannot have come from a cluster; refusing it keeps a corrupt or hostile
+/// file from turning into megabyte-long series.
+const MAX_NAME: usize = 253;
+const MAX_NAMESPACE: usize = 63;
+const MAX_QUALIFIED_KEY: usize = 253 + 1 + 63;
+const MAX_LABEL_VALUE: usize = 63;
+
+fn check_sizes(value: &Value) -> Result<(), String> {
+    let too_long =
+        |what: String, len: usize, max: usize| Err(format!("{what} is {len} bytes; Kubernetes allows at most {max}"));
+    let text = |pointer: &str| value.pointer(pointer).and_then(Value::as_str);
+    for (pointer, what, max) in [
+        ("/metadata/name", "metadata.name", MAX_NAME),
+        ("/metadata/namespace", "metadata.namespace", MAX_NAMESPACE),
+        ("/spec/nodeName", "spec.nodeName", MAX_NAME),
+    ] {
+        if let Some(s) = text(pointer).filter(|s| s.len() > max) {
+            return too_long(what.to_owned(), s.len(), max);
+        }
+    }
+    if let Some(labels) = value.pointer("/metadata/labels").and_then(Value::as_object) {
+        for (key, label_value) in labels {
+            if key.len() > MAX_QUALIFIED_KEY {
+                return too_long(format!("label key {:?}", abbreviate(key)), key.len(), MAX_QUALIFIED_KEY);
+            }
+            if let Some(v) = label_value.as_str().filter(|v| v.len() > MAX_LABEL_VALUE) {
+                return too_long(format!("label {:?}'s value", abbreviate(key)), v.len(), MAX_LABEL_VALUE);
+            }
+        }
+    }
+    for taint in value.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten() {
+        let field = |name: &str| taint.get(name).and_then(Value::as_str).unwrap_or("");
+        let (key, taint_value) = (field("key"), field("value"));
+        if key.len() > MAX_QUALIFIED_KEY {
+            return too_long(format!("taint key {:?}", abbreviate(key)), key.len(), MAX_QUALIFIED_KEY);
+        }
+        if taint_value.len() > MAX_LABEL_VALUE {
+            return too_long(format!("taint {:?}'s value", abbreviate(key)), taint_value.len(), MAX_LABEL_VALUE);
+        }
+    }
+    Ok(())
+}
+
+/// At most 64 characters of `s`, for error messages.
+fn abbreviate(s: &str) -> String {
+    match s.char_indices().nth(64) {
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+        None => s.to_owned(),
+    }
+}
+
 fn typed<T: DeserializeOwned>(value: Value) -> Result<T, String> {
     serde_json::from_value(value).map_err(|e| e.to_string())
 }
@@ -133,7 +186,9 @@ fn typed<T: DeserializeOwned>(value: Value) -> Result<T, String> {
 fn describe(value: &Value) -> String {
     let field = |path: &str| value.pointer(path).and_then(Value::as_str);
     let kind = field("/kind").unwrap_or("object");
-    match (field("/metadata/namespace"), field("/metadata/name")) {
+    let (kind, namespace, name) =
+        (abbreviate(kind), field("/metadata/namespace").map(abbreviate), field("/metadata/name").map(abbreviate));
+    match (namespace, name) {
         (Some(ns), Some(name)) => format!("{kind} {ns}/{name}"),
         (None, Some(name)) => format!("{kind} {name}"),
         _ => format!("{kind} without a name"),
@@ -208,6 +263,34 @@ mod tests {
         let mut s = Snapshot::default();
         let err = s.add_bytes(Path::new("bin"), b"kind: Node\xff").unwrap_err().to_string();
         assert_eq!(err, "bin: not UTF-8 text (invalid byte at offset 10)");
+    }
+
+    #[test]
+    fn values_beyond_the_api_servers_limits_are_rejected_by_name() {
+        let huge = "v".repeat(1 << 20);
+        let label = format!(r#"{{"kind":"Node","metadata":{{"name":"n1","labels":{{"pool":"{huge}"}}}}}}"#);
+        let err = parse(&label).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "snap.json: object #1 (Node n1): label \"pool\"'s value is 1048576 bytes; Kubernetes allows at most 63"
+        );
+        let taint = format!(
+            r#"{{"kind":"Node","metadata":{{"name":"n1"}},"spec":{{"taints":[{{"key":"{huge}","effect":"NoSchedule"}}]}}}}"#
+        );
+        let err = parse(&taint).unwrap_err().to_string();
+        assert!(err.contains("(Node n1): taint key \"vvvv") && err.contains("…\" is 1048576 bytes"), "{err}");
+        let name = format!(r#"{{"kind":"Pod","metadata":{{"name":"{huge}","namespace":"ns"}}}}"#);
+        let err = parse(&name).unwrap_err().to_string();
+        assert!(err.len() < 300, "the error stays short: {} bytes", err.len());
+        assert!(err.contains("metadata.name is 1048576 bytes"), "{err}");
+        // At the limits exactly, objects are fine.
+        let at_limit = format!(
+            r#"{{"kind":"Node","metadata":{{"name":"{}","labels":{{"{}":"{}"}}}}}}"#,
+            "n".repeat(253),
+            "k".repeat(317),
+            "v".repeat(63)
+        );
+        assert_eq!(parse(&at_limit).unwrap().nodes.len(), 1);
     }
 
     #[test]

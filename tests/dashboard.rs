@@ -5,10 +5,11 @@
 mod support;
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use support::http;
+use support::prometheus::Prometheus;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -52,22 +53,6 @@ fn substitute(expr: &str) -> String {
         .replace("$__rate_interval", "4s")
 }
 
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-fn query(port: u16, expr: &str) -> Vec<Value> {
-    let (status, body) = http::get(port, &format!("/api/v1/query?query={}", urlencode(expr))).unwrap();
-    assert_eq!(status, 200, "{expr}: {body}");
-    let response: Value = serde_json::from_str(&body).unwrap();
-    response["data"]["result"].as_array().cloned().unwrap_or_default()
-}
-
 #[test]
 fn dashboard_follows_mixin_conventions() {
     let d = dashboard();
@@ -91,8 +76,6 @@ fn dashboard_follows_mixin_conventions() {
 
 #[test]
 fn every_panel_query_returns_data_from_a_real_prometheus() {
-    let dir = std::env::temp_dir().join(format!("misschedule-prom-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let exporter_port = http::free_port();
     // label-drift has a misscheduled pod and an ineligible node: every panel has something to show.
     let _exporter = Process(
@@ -105,36 +88,15 @@ fn every_panel_query_returns_data_from_a_real_prometheus() {
             .unwrap(),
     );
     http::wait_ok(exporter_port, "/readyz", Duration::from_secs(10));
-
-    let config = format!(
-        "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  - job_name: misschedule-exporter\n    static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]\n"
-    );
-    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
-    let prom_port = http::free_port();
-    let _prometheus = Process(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus is required (scripts/test.sh installs it)"),
-    );
-    http::wait_ok(prom_port, "/-/ready", Duration::from_secs(30));
-
     // Enough scrapes for rate() over the substituted $__rate_interval.
-    let started = Instant::now();
-    while query(prom_port, "count_over_time(up{job=\"misschedule-exporter\"}[1m]) >= 6").is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(30), "Prometheus did not scrape the exporter");
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    let prometheus = Prometheus::scraping("dashboard", exporter_port, 6);
+    let query = |expr: &str| prometheus.query(expr);
 
     let d = dashboard();
     let mut empty = Vec::new();
     for (panel, expr) in queries(&d) {
         let expr = substitute(&expr);
-        if query(prom_port, &expr).is_empty() {
+        if query(&expr).is_empty() {
             empty.push(format!("{panel}: {expr}"));
         }
     }
@@ -149,7 +111,7 @@ fn every_panel_query_returns_data_from_a_real_prometheus() {
             .and_then(|inner| inner.rsplit_once(", "))
             .map(|(sel, label)| (label.to_owned(), substitute(sel)))
             .unwrap();
-        let result = query(prom_port, &format!("count by ({label}) ({selector})"));
+        let result = query(&format!("count by ({label}) ({selector})"));
         if result.is_empty() {
             empty.push(format!("variable {}: {definition}", var["name"]));
         }

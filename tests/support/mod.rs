@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod http;
+pub mod prometheus;
 pub mod proxy;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
