@@ -11,15 +11,13 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::cluster::*;
 use support::http;
 use support::proxy::Proxy;
-
-const READ: [&str; 3] = ["get", "list", "watch"];
 
 /// Namespace, two nodes, one DaemonSet running everywhere, and the exporter's
 /// user bound to a ClusterRole with `pod_verbs` on pods (and full read elsewhere).
@@ -29,14 +27,7 @@ async fn scene(admin: &Cluster, pod_verbs: &[&str]) {
         .create(&pp, &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap())
         .await
         .unwrap();
-    Api::<ClusterRole>::all(admin.client.clone()).create(&pp, &role(pod_verbs)).await.unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "misschedule-exporter"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "misschedule-exporter"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "misschedule-exporter"}]
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.client.clone()).create(&pp, &binding).await.unwrap();
+    grant_exporter(admin, pod_verbs).await;
     for name in ["n1", "n2"] {
         admin.nodes.create(&pp, &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()).await.unwrap();
     }
@@ -48,18 +39,6 @@ async fn scene(admin: &Cluster, pod_verbs: &[&str]) {
     }))
     .unwrap();
     admin.daemonsets.create(&pp, &ds).await.unwrap();
-}
-
-fn role(pod_verbs: &[&str]) -> ClusterRole {
-    serde_json::from_value(json!({
-        "metadata": {"name": "misschedule-exporter"},
-        "rules": [
-            {"apiGroups": [""], "resources": ["nodes"], "verbs": READ},
-            {"apiGroups": [""], "resources": ["pods"], "verbs": pod_verbs},
-            {"apiGroups": ["apps"], "resources": ["daemonsets", "controllerrevisions"], "verbs": READ}
-        ]
-    }))
-    .unwrap()
 }
 
 async fn wait_for(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) -> Duration {
@@ -145,7 +124,7 @@ async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
     assert!(line.contains("pods") && line.contains("watch") && line.contains("forbidden"), "unclear error: {line}");
 
     // Grant it: ready again without a restart.
-    let patch: Value = serde_json::to_value(role(&READ)).unwrap();
+    let patch: Value = serde_json::to_value(exporter_role(&READ)).unwrap();
     Api::<ClusterRole>::all(admin.client.clone())
         .patch("misschedule-exporter", &PatchParams::default(), &Patch::Merge(&patch))
         .await

@@ -303,6 +303,35 @@ impl Cluster {
     }
 }
 
+pub const READ: [&str; 3] = ["get", "list", "watch"];
+
+/// The exporter's ClusterRole with `pod_verbs` on pods and full read on the rest.
+pub fn exporter_role(pod_verbs: &[&str]) -> k8s_openapi::api::rbac::v1::ClusterRole {
+    serde_json::from_value(json!({
+        "metadata": {"name": "misschedule-exporter"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": READ},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": pod_verbs},
+            {"apiGroups": ["apps"], "resources": ["daemonsets", "controllerrevisions"], "verbs": READ}
+        ]
+    }))
+    .unwrap()
+}
+
+/// Bind the exporter's user (EXPORTER_KUBECONFIG) to `exporter_role(pod_verbs)`.
+pub async fn grant_exporter(admin: &Cluster, pod_verbs: &[&str]) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let pp = PostParams::default();
+    Api::<ClusterRole>::all(admin.client.clone()).create(&pp, &exporter_role(pod_verbs)).await.unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "misschedule-exporter"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "misschedule-exporter"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "misschedule-exporter"}]
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.client.clone()).create(&pp, &binding).await.unwrap();
+}
+
 /// Wait until the exporter reports exactly `expected` and agrees with the controller.
 pub async fn expect(cluster: &Cluster, exporter: &Exporter, step: &str, expected: BTreeSet<Row>) -> Duration {
     let started = Instant::now();
