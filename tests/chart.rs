@@ -184,10 +184,61 @@ fn drain_stuck_threshold_is_configurable_and_the_rules_stay_valid() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
+/// Everything on, with HTTPS from a TLS Secret and a bearer token from another.
+fn everything_on_with_tls_and_auth() -> Value {
+    let mut values = everything_on();
+    values["web"] = json!({"tlsSecretName": "mse-tls", "bearerTokenSecret": {"name": "mse-scrape", "key": "token"}});
+    values["serviceMonitor"]["tlsConfig"] =
+        json!({"ca": {"secret": {"name": "mse-tls", "key": "ca.crt"}}, "serverName": "mse.monitoring.svc"});
+    values
+}
+
+#[test]
+fn tls_and_auth_mount_their_secrets_and_reach_the_service_monitor() {
+    let files = render(everything_on_with_tls_and_auth());
+    let pod = &files["deployment.yaml"].1["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let args: Vec<&str> = container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    for flag in [
+        "--tls-cert-file=/etc/misschedule-exporter/tls/tls.crt",
+        "--tls-key-file=/etc/misschedule-exporter/tls/tls.key",
+        "--auth-bearer-token-file=/etc/misschedule-exporter/auth/token",
+    ] {
+        assert!(args.contains(&flag), "{flag} missing from {args:?}");
+    }
+    assert_eq!(container["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
+    assert_eq!(container["livenessProbe"]["httpGet"]["scheme"], "HTTPS");
+    let mounts: Vec<&str> =
+        container["volumeMounts"].as_array().unwrap().iter().map(|m| m["mountPath"].as_str().unwrap()).collect();
+    assert_eq!(mounts, ["/etc/misschedule-exporter/tls", "/etc/misschedule-exporter/auth"]);
+    assert_eq!(pod["volumes"][0]["secret"]["secretName"], "mse-tls");
+    assert_eq!(pod["volumes"][1]["secret"]["secretName"], "mse-scrape");
+    let endpoint = &files["servicemonitor.yaml"].1["spec"]["endpoints"][0];
+    assert_eq!(endpoint["scheme"], "https");
+    assert_eq!(endpoint["tlsConfig"]["serverName"], "mse.monitoring.svc");
+    assert_eq!(
+        endpoint["authorization"],
+        json!({"type": "Bearer", "credentials": {"name": "mse-scrape", "key": "token"}})
+    );
+
+    // Off by default: plain HTTP, no Secrets.
+    let files = render(everything_on());
+    let container = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["readinessProbe"]["httpGet"]["scheme"], "HTTP");
+    assert!(container.get("volumeMounts").is_none());
+    assert!(files["servicemonitor.yaml"].1["spec"]["endpoints"][0].get("authorization").is_none());
+}
+
 #[test]
 fn rendered_manifests_pass_kubernetes_validate_strict() {
-    let dir: PathBuf = std::env::temp_dir().join(format!("misschedule-validate-{}", std::process::id()));
-    let out = python(&["render", CHART, dir.to_str().unwrap(), &everything_on().to_string()]);
+    for (name, values) in [("plain", everything_on()), ("tls", everything_on_with_tls_and_auth())] {
+        validate_strict(name, values);
+    }
+}
+
+fn validate_strict(name: &str, values: Value) {
+    let dir: PathBuf = std::env::temp_dir().join(format!("misschedule-validate-{name}-{}", std::process::id()));
+    let out = python(&["render", CHART, dir.to_str().unwrap(), &values.to_string()]);
     assert!(out.status.success());
     let core: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
