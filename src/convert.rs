@@ -148,10 +148,6 @@ pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError
         tolerations: spec.map(|s| tolerations(s, interner)).unwrap_or_default(),
         host_network: spec.is_some_and(|s| s.host_network()),
     };
-    let deletion = meta.deletion_timestamp.as_ref().map(|t| Deletion {
-        timestamp: seconds(t),
-        grace_period_seconds: meta.deletion_grace_period_seconds.unwrap_or(0),
-    });
     Ok(Pod {
         uid,
         id,
@@ -161,7 +157,48 @@ pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError
         revision_hash,
         own_placement: interner.placement(own),
         created: meta.creation_timestamp.as_ref().map(seconds),
-        deletion,
+        deletion: deletion(meta),
+    })
+}
+
+/// Whether `pod(decoded)` would equal `cached`, answered without allocating or
+/// interning: most pod events are status updates that change nothing the index keeps.
+/// Mirrors `pod` field by field; `tests/incremental.rs` checks that the two agree.
+pub fn pod_unchanged(decoded: &DaemonPod, cached: &Pod) -> bool {
+    let meta = &decoded.metadata;
+    let spec = decoded.spec.as_ref();
+    let placement = &*cached.own_placement;
+    let owner = controller_of_kind(meta.owner_references.as_deref(), "DaemonSet");
+    meta.uid.as_deref() == Some(&*cached.uid)
+        && meta.name.as_deref() == Some(&*cached.id.name)
+        && meta.namespace.as_deref() == Some(&*cached.id.namespace)
+        && owner.map(|o| o.uid.as_str()) == cached.controller_uid.as_deref()
+        // The revision hash is one of the labels.
+        && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
+        && spec.and_then(target_node_name) == cached.target_node.as_deref()
+        && placement.node_name.is_none()
+        && placement.required_terms.is_none()
+        && same_pairs(spec.and_then(|s| s.node_selector()).into_iter().flatten(), placement.node_selector.iter().map(|(k, v)| (k, v)))
+        && spec.and_then(|s| s.tolerations()).unwrap_or_default().iter().map(toleration_parts).eq(placement
+            .tolerations
+            .iter()
+            .map(|t| (&*t.key, t.operator, &*t.value, t.effect)))
+        && spec.is_some_and(|s| s.host_network()) == placement.host_network
+        && meta.creation_timestamp.as_ref().map(seconds) == cached.created
+        && deletion(meta) == cached.deletion
+}
+
+fn same_pairs<'a>(
+    decoded: impl Iterator<Item = (&'a String, &'a String)>,
+    cached: impl Iterator<Item = (&'a crate::model::Str, &'a crate::model::Str)>,
+) -> bool {
+    decoded.map(|(k, v)| (k.as_str(), v.as_str())).eq(cached.map(|(k, v)| (&**k, &**v)))
+}
+
+fn deletion(meta: &ObjectMeta) -> Option<Deletion> {
+    meta.deletion_timestamp.as_ref().map(|t| Deletion {
+        timestamp: seconds(t),
+        grace_period_seconds: meta.deletion_grace_period_seconds.unwrap_or(0),
     })
 }
 
@@ -219,17 +256,24 @@ fn tolerations(spec: &impl PlacementSpec, interner: &mut Interner) -> Vec<Tolera
     spec.tolerations()
         .into_iter()
         .flatten()
-        .map(|t| Toleration {
-            key: interner.str(t.key.as_deref().unwrap_or_default()),
-            operator: match t.operator.as_deref() {
-                None | Some("") | Some("Equal") => TolerationOperator::Equal,
-                Some("Exists") => TolerationOperator::Exists,
-                Some(_) => TolerationOperator::Unsupported,
-            },
-            value: interner.str(t.value.as_deref().unwrap_or_default()),
-            effect: t.effect.as_deref().filter(|e| !e.is_empty()).map(TaintEffect::parse),
+        .map(|t| {
+            let (key, operator, value, effect) = toleration_parts(t);
+            Toleration { key: interner.str(key), operator, value: interner.str(value), effect }
         })
         .collect()
+}
+
+/// A toleration as the model reads it: (key, operator, value, effect).
+fn toleration_parts(
+    t: &k8s_openapi::api::core::v1::Toleration,
+) -> (&str, TolerationOperator, &str, Option<TaintEffect>) {
+    let operator = match t.operator.as_deref() {
+        None | Some("") | Some("Equal") => TolerationOperator::Equal,
+        Some("Exists") => TolerationOperator::Exists,
+        Some(_) => TolerationOperator::Unsupported,
+    };
+    let effect = t.effect.as_deref().filter(|e| !e.is_empty()).map(TaintEffect::parse);
+    (t.key.as_deref().unwrap_or_default(), operator, t.value.as_deref().unwrap_or_default(), effect)
 }
 
 fn term(term: &K8sTerm, interner: &mut Interner) -> NodeSelectorTerm {

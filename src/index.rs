@@ -206,6 +206,9 @@ pub trait Indexed: kube::Resource<DynamicType = ()> + Sized {
         })
     }
     fn convert(&self, interner: &mut Interner) -> Result<Self::Compact, ConvertError>;
+    /// Whether the index already holds exactly what `convert` would produce, so the
+    /// event can be skipped without converting. `false` when unsure.
+    fn unchanged(&self, index: &Index) -> bool;
     fn key_of(obj: &Self::Compact) -> &Str;
     /// `None` for cluster-scoped objects.
     fn namespace_of(obj: &Self::Compact) -> Option<&Str>;
@@ -243,6 +246,9 @@ impl Index {
     pub fn apply_scoped<K: Indexed>(&mut self, scope: Scope<'_>, event: Event<K>) -> Result<(), ConvertError> {
         match event {
             Event::Apply(obj) => {
+                if obj.unchanged(self) {
+                    return Ok(());
+                }
                 let compact = obj.convert(&mut self.interner)?;
                 K::upsert(self, compact);
             }
@@ -585,13 +591,16 @@ impl<'a> DaemonSetView<'a> {
 // --- the four resources --------------------------------------------------------
 
 macro_rules! indexed {
-    ($k8s:ty => $compact:ty, $resource:ident, $store:ident, $convert:path, $key:ident, |$obj:ident| $namespace:expr, $upsert:ident, $remove:ident) => {
+    ($k8s:ty => $compact:ty, $resource:ident, $store:ident, $convert:path, $unchanged:path, $key:ident, |$obj:ident| $namespace:expr, $upsert:ident, $remove:ident) => {
         impl Indexed for $k8s {
             type Compact = $compact;
             const RESOURCE: Resource = Resource::$resource;
             const KEYED_BY_NAME: bool = matches!(Resource::$resource, Resource::Nodes);
             fn convert(&self, interner: &mut Interner) -> Result<$compact, ConvertError> {
                 $convert(self, interner)
+            }
+            fn unchanged(&self, index: &Index) -> bool {
+                $unchanged(self, index)
             }
             fn key_of(obj: &$compact) -> &Str {
                 &obj.$key
@@ -612,12 +621,21 @@ macro_rules! indexed {
     };
 }
 
-indexed!(NodeTaints => Node, Nodes, nodes, convert::node, name, |_node| None, upsert_node, remove_node);
-indexed!(K8sNode => Node, Nodes, nodes, node_from_full, name, |_node| None, upsert_node, remove_node);
-indexed!(K8sDaemonSet => DaemonSet, DaemonSets, daemonsets, convert::daemonset, uid, |d| Some(&d.id.namespace), upsert_daemonset, remove_daemonset);
-indexed!(ControllerRevision => Revision, ControllerRevisions, revisions, convert::revision, uid, |r| Some(&r.id.namespace), upsert_revision, remove_revision);
-indexed!(DaemonPod => Pod, Pods, pods, convert::pod, uid, |p| Some(&p.id.namespace), upsert_pod, remove_pod);
-indexed!(K8sPod => Pod, Pods, pods, pod_from_full, uid, |p| Some(&p.id.namespace), upsert_pod, remove_pod);
+indexed!(NodeTaints => Node, Nodes, nodes, convert::node, unsure, name, |_node| None, upsert_node, remove_node);
+indexed!(K8sNode => Node, Nodes, nodes, node_from_full, unsure, name, |_node| None, upsert_node, remove_node);
+indexed!(K8sDaemonSet => DaemonSet, DaemonSets, daemonsets, convert::daemonset, unsure, uid, |d| Some(&d.id.namespace), upsert_daemonset, remove_daemonset);
+indexed!(ControllerRevision => Revision, ControllerRevisions, revisions, convert::revision, unsure, uid, |r| Some(&r.id.namespace), upsert_revision, remove_revision);
+indexed!(DaemonPod => Pod, Pods, pods, convert::pod, cached_pod_unchanged, uid, |p| Some(&p.id.namespace), upsert_pod, remove_pod);
+indexed!(K8sPod => Pod, Pods, pods, pod_from_full, unsure, uid, |p| Some(&p.id.namespace), upsert_pod, remove_pod);
+
+fn unsure<K>(_obj: &K, _index: &Index) -> bool {
+    false
+}
+
+fn cached_pod_unchanged(pod: &DaemonPod, index: &Index) -> bool {
+    let cached = pod.metadata.uid.as_deref().and_then(|uid| index.pods.objects.get(uid));
+    cached.is_some_and(|cached| convert::pod_unchanged(pod, cached))
+}
 
 // Full API objects (tests, tools) go through the same conversion as the watched shapes.
 fn node_from_full(node: &K8sNode, interner: &mut Interner) -> Result<Node, ConvertError> {

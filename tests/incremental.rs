@@ -123,3 +123,103 @@ proptest! {
         prop_assert_eq!(observable(&live), observable(&fresh));
     }
 }
+
+/// A daemon pod drawn from a small vocabulary, so that two draws often differ in just
+/// one field the conversion reads (or in none).
+fn daemon_pod_json() -> impl Strategy<Value = serde_json::Value> {
+    (
+        (0..4usize, 0..2usize, 0..2usize, 0..5usize),
+        (0..4usize, 0..4usize, 0..4usize),
+        (proptest::collection::vec((0..3usize, 0..5usize, 0..2usize, 0..4usize), 0..3), any::<bool>()),
+        (0..3usize, 0..3usize, 0..3usize),
+    )
+        .prop_map(|((uid, name, ns, owner), (labels, node_name, affinity), (tolerations, host_network), (selector, created, deletion))| {
+            let uid = [json!(null), json!(""), json!("u1"), json!("u2")][uid].clone();
+            let owner_refs = match owner {
+                0 => json!(null),
+                1 => json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "ds-1", "controller": true}]),
+                2 => json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "ds-2", "controller": true}]),
+                3 => json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "ds-1", "controller": false}]),
+                _ => json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "ds-1", "controller": true}]),
+            };
+            let labels = [json!(null), json!({"app": "a"}), json!({"app": "a", "controller-revision-hash": "h1"}), json!({"app": "b", "controller-revision-hash": "h1"})][labels].clone();
+            let node_name = [json!(null), json!(""), json!("n1"), json!("n2")][node_name].clone();
+            let affinity = match affinity {
+                0 => json!(null),
+                1 => json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}),
+                2 => json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}}}),
+                _ => json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]}]}}}),
+            };
+            let tolerations: Vec<serde_json::Value> = tolerations
+                .into_iter()
+                .map(|(key, operator, value, effect)| {
+                    json!({
+                        "key": (["x", "y", ""][key]),
+                        "operator": ([json!(null), json!(""), json!("Equal"), json!("Exists"), json!("Bogus")][operator].clone()),
+                        "value": (["", "v"][value]),
+                        "effect": ([json!(null), json!(""), json!("NoSchedule"), json!("Other")][effect].clone()),
+                    })
+                })
+                .collect();
+            let selector = [json!(null), json!({"pool": "a"}), json!({"pool": "a", "zone": "z"})][selector].clone();
+            let created = [json!(null), json!("2026-01-01T00:00:00Z"), json!("2026-01-01T00:00:01Z")][created].clone();
+            let (deleted, grace) = [(json!(null), json!(null)), (json!("2026-01-02T00:00:00Z"), json!(null)), (json!("2026-01-02T00:00:00Z"), json!(30))][deletion].clone();
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"uid": uid, "name": (["p1", "p2"][name]), "namespace": (["a", "b"][ns]),
+                             "ownerReferences": owner_refs, "labels": labels, "creationTimestamp": created,
+                             "deletionTimestamp": deleted, "deletionGracePeriodSeconds": grace},
+                "spec": {"nodeName": node_name, "affinity": affinity, "tolerations": tolerations,
+                         "nodeSelector": selector, "hostNetwork": host_network},
+                "status": {"phase": "Running"}
+            })
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// The allocation-free "nothing changed" check must say yes exactly when converting
+    /// the new pod would give the cached one.
+    #[test]
+    fn unchanged_pod_check_agrees_with_conversion(cached in daemon_pod_json(), other in daemon_pod_json(), change in 0..FIELDS.len() + 2) {
+        use misschedule_exporter::convert;
+        use misschedule_exporter::interner::Interner;
+        use misschedule_exporter::resources::DaemonPod;
+        // The new pod is the cached one with one field taken from another draw (as most
+        // updates are), or the cached one unchanged, or a different pod altogether.
+        let decoded = match FIELDS.get(change) {
+            Some(field) => {
+                let mut decoded = cached.clone();
+                *decoded.pointer_mut(field).unwrap() = other.pointer(field).unwrap().clone();
+                decoded
+            }
+            None if change == FIELDS.len() => cached.clone(),
+            None => other,
+        };
+        let cached: DaemonPod = serde_json::from_value(cached).unwrap();
+        let decoded: DaemonPod = serde_json::from_value(decoded).unwrap();
+        let mut interner = Interner::default();
+        let Ok(compact) = convert::pod(&cached, &mut interner) else { return Ok(()) };
+        let converted = convert::pod(&decoded, &mut interner);
+        prop_assert_eq!(convert::pod_unchanged(&decoded, &compact), converted.as_ref() == Ok(&compact));
+    }
+}
+
+/// Every field `daemon_pod_json` sets.
+const FIELDS: [&str; 14] = [
+    "/metadata/uid",
+    "/metadata/name",
+    "/metadata/namespace",
+    "/metadata/ownerReferences",
+    "/metadata/labels",
+    "/metadata/creationTimestamp",
+    "/metadata/deletionTimestamp",
+    "/metadata/deletionGracePeriodSeconds",
+    "/spec/nodeName",
+    "/spec/affinity",
+    "/spec/tolerations",
+    "/spec/nodeSelector",
+    "/spec/hostNetwork",
+    "/status/phase",
+];
