@@ -12,6 +12,8 @@ if [ "${1:-}" = "--smoke" ]; then
   exec cargo bench --locked --bench scale -- --smoke
 fi
 
+# Before anything is written: docs/benchmarks.md itself would make the tree look dirty.
+revision=$(git describe --always --dirty 2>/dev/null || echo unknown)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 cargo bench --locked --bench scale -- "$@" | tee "$out"
@@ -38,7 +40,7 @@ scripts/bench.sh
 
 - Date: $(date -u +%Y-%m-%d)
 - Machine: $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB memory
-- Exporter: $(git describe --always --dirty 2>/dev/null || echo unknown), $(rustc --version)
+- Exporter: $revision, $(rustc --version)
 - Allocator: jemalloc (tikv-jemallocator), as in the exporter binary
 
 ## In-process, at the scale
