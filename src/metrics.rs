@@ -11,7 +11,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -34,6 +34,8 @@ pub struct Telemetry {
     pub invalid_objects: Family<ResourceLabel, Counter>,
     pub apply_duration: Histogram,
     pub reloads: Family<ReloadLabels, Counter>,
+    /// 1 while the files on disk are unusable and the previous credentials serve.
+    pub reload_failing: Family<ResourceLabel, Gauge>,
     /// When each resource's watch last failed (unix milliseconds; 0 = never).
     last_error_ms: [AtomicI64; 4],
     last_event: [AtomicI64; 4],
@@ -62,6 +64,7 @@ impl Default for Telemetry {
             // 1µs .. ~1s
             apply_duration: Histogram::new(exponential_buckets(1e-6, 4.0, 11)),
             reloads: Family::default(),
+            reload_failing: Family::default(),
             last_error_ms: std::array::from_fn(|_| AtomicI64::new(0)),
             last_event: std::array::from_fn(|_| AtomicI64::new(0)),
         };
@@ -75,6 +78,7 @@ impl Default for Telemetry {
             telemetry.invalid_objects.get_or_create_owned(&[("resource", resource.as_str())]);
         }
         for file in ["tls", "auth"] {
+            telemetry.reload_failing.get_or_create_owned(&[("file", file)]);
             for result in ["success", "failure"] {
                 telemetry.reloads.get_or_create_owned(&[("file", file), ("result", result)]);
             }
@@ -105,6 +109,7 @@ impl Telemetry {
     pub fn record_reload(&self, file: &'static str, success: bool) {
         let result = if success { "success" } else { "failure" };
         self.reloads.get_or_create(&[("file", file), ("result", result)]).inc();
+        self.reload_failing.get_or_create(&[("file", file)]).set(i64::from(!success));
     }
 
     /// No watch error within `UNHEALTHY_AFTER_ERROR`.
@@ -204,6 +209,11 @@ impl Exposition {
             "misschedule_exporter_credential_reloads",
             "Changed TLS certificate or auth secret files picked up (success) or refused (failure; the previous ones stay in use)",
             t.reloads.clone(),
+        );
+        telemetry.register(
+            "misschedule_exporter_credential_reload_failing",
+            "1 while the TLS or auth files on disk are unusable and the previous credentials stay in use",
+            t.reload_failing.clone(),
         );
         telemetry.register_collector(Box::new(SelfCollector { shared: shared.clone() }));
         Self { shared, classification, telemetry, rendered_generation, cache: Mutex::new(None) }

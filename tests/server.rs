@@ -203,6 +203,18 @@ fn tls_serves_https_and_picks_up_a_rotated_certificate() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(curl(port, "/metrics", &v2), Some(200));
+    let metrics = scrape_https(port, &v2);
+    assert_eq!(counter(&metrics, r#"misschedule_exporter_credential_reload_failing{file="tls"}"#), Some(1.0));
+
+    // Fixed again: the certificate is picked up and the gauge clears.
+    publish_secret(&dir, "v1");
+    let started = Instant::now();
+    while curl(port, "/metrics", &v1) != Some(200) {
+        assert!(started.elapsed() < Duration::from_secs(10), "the fixed certificate was not picked up within 10s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let metrics = scrape_https(port, &v1);
+    assert_eq!(counter(&metrics, r#"misschedule_exporter_credential_reload_failing{file="tls"}"#), Some(0.0));
 }
 
 #[test]
