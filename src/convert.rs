@@ -176,8 +176,6 @@ pub fn pod_unchanged(decoded: &DaemonPod, cached: &Pod) -> bool {
         // The revision hash is one of the labels.
         && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
         && spec.and_then(target_node_name) == cached.target_node.as_deref()
-        && placement.node_name.is_none()
-        && placement.required_terms.is_none()
         && same_pairs(spec.and_then(|s| s.node_selector()).into_iter().flatten(), placement.node_selector.iter().map(|(k, v)| (k, v)))
         && spec.and_then(|s| s.tolerations()).unwrap_or_default().iter().map(toleration_parts).eq(placement
             .tolerations

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use misschedule_exporter::index::Resource;
 use serde_json::{Value, json};
 use support::cluster::*;
 use support::http;
@@ -139,29 +140,22 @@ fn taint(key: &str, value: &str, effect: &str) -> Value {
     json!([{"key": key, "value": value, "effect": effect}])
 }
 
-/// Every resource's value of a per-resource self-metric, e.g. `..._watch_errors_total`.
-fn per_resource(exporter: &Exporter, metric: &str) -> BTreeMap<String, f64> {
+/// Every resource's value of a per-resource self-metric; `more_labels` follows the
+/// `resource` label, e.g. `,type="init"`.
+fn per_resource(exporter: &Exporter, metric: &str, more_labels: &str) -> BTreeMap<String, f64> {
     let metrics = exporter.metrics();
-    ["nodes", "daemonsets", "controllerrevisions", "pods"]
+    Resource::ALL
         .into_iter()
         .map(|r| {
-            let series = format!("{metric}{{resource=\"{r}\"}} ");
+            let series = format!("{metric}{{resource=\"{}\"{more_labels}}} ", r.as_str());
             let value = metrics.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok());
-            (r.to_owned(), value.unwrap_or(f64::NAN))
+            (r.as_str().to_owned(), value.unwrap_or(f64::NAN))
         })
         .collect()
 }
 
 fn relists(exporter: &Exporter) -> BTreeMap<String, f64> {
-    let metrics = exporter.metrics();
-    ["nodes", "daemonsets", "controllerrevisions", "pods"]
-        .into_iter()
-        .map(|r| {
-            let series = format!("misschedule_exporter_watch_events_total{{resource=\"{r}\",type=\"init\"}} ");
-            let value = metrics.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok());
-            (r.to_owned(), value.unwrap_or(f64::NAN))
-        })
-        .collect()
+    per_resource(exporter, "misschedule_exporter_watch_events_total", ",type=\"init\"")
 }
 
 /// Compact etcd up to its current revision (the API server does this every 5 minutes),
@@ -250,8 +244,8 @@ async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     // Watch expiry: writes the exporter does not watch move etcd on, compaction drops
     // every revision the exporter holds, and the next resumed watch gets 410 Gone.
     let relists_before = relists(&exporter);
-    let expiries_before = per_resource(&exporter, "misschedule_exporter_watch_expiries_total");
-    let errors_before = per_resource(&exporter, "misschedule_exporter_watch_errors_total");
+    let expiries_before = per_resource(&exporter, "misschedule_exporter_watch_expiries_total", "");
+    let errors_before = per_resource(&exporter, "misschedule_exporter_watch_errors_total", "");
     let configmaps: Api<ConfigMap> = Api::namespaced(admin.client.clone(), NS);
     // Two writes: etcd keeps the compaction revision itself, and a watch resumes one past
     // the revision it holds.
@@ -264,14 +258,14 @@ async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     let expired = wait_for("every watch expired (410) and relisted", Duration::from_secs(30), || {
         stayed_ready &= exporter.ready();
         let (relisted, expiries) =
-            (relists(&exporter), per_resource(&exporter, "misschedule_exporter_watch_expiries_total"));
+            (relists(&exporter), per_resource(&exporter, "misschedule_exporter_watch_expiries_total", ""));
         relisted.iter().all(|(r, n)| *n > relists_before[r]) && expiries.iter().all(|(r, n)| *n > expiries_before[r])
     })
     .await;
     println!("all four watches expired and relisted within {expired:?}");
     assert!(stayed_ready, "a routine 410 must not make the exporter unready");
     assert_eq!(
-        per_resource(&exporter, "misschedule_exporter_watch_errors_total"),
+        per_resource(&exporter, "misschedule_exporter_watch_errors_total", ""),
         errors_before,
         "a 410 is not an error"
     );

@@ -103,15 +103,21 @@ fn self_signed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     (cert, key)
 }
 
-/// HTTPS GET with curl, trusting only `ca`: the status code, or None if TLS failed.
-fn curl(port: u16, path: &str, ca: &Path) -> Option<u16> {
+/// HTTPS GET with curl, trusting only `ca`: (status, body), or None if TLS failed.
+fn https_get(port: u16, path: &str, ca: &Path) -> Option<(u16, String)> {
     let out = Command::new("curl")
-        .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "--cacert"])
+        .args(["-sS", "-w", "\n%{http_code}", "--max-time", "5", "--cacert"])
         .arg(ca)
         .arg(format!("https://127.0.0.1:{port}{path}"))
         .output()
         .expect("curl");
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).parse().ok()).flatten()
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, status) = text.rsplit_once('\n')?;
+    out.status.success().then(|| Some((status.parse().ok()?, body.to_owned()))).flatten()
+}
+
+fn curl(port: u16, path: &str, ca: &Path) -> Option<u16> {
+    https_get(port, path, ca).map(|(status, _)| status)
 }
 
 /// Point `dir/..data` at `dir/version` the way kubelet updates a Secret volume: one
@@ -128,14 +134,9 @@ fn counter(metrics: &str, series: &str) -> Option<f64> {
 }
 
 fn scrape_https(port: u16, ca: &Path) -> String {
-    let out = Command::new("curl")
-        .args(["-sS", "--max-time", "5", "--cacert"])
-        .arg(ca)
-        .arg(format!("https://127.0.0.1:{port}/metrics"))
-        .output()
-        .expect("curl");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let (status, body) = https_get(port, "/metrics", ca).expect("HTTPS scrape");
+    assert_eq!(status, 200, "{body}");
+    body
 }
 
 #[test]
