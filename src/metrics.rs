@@ -23,6 +23,7 @@ pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; versio
 
 type ResourceLabel = [(&'static str, &'static str); 1];
 type EventLabels = [(&'static str, &'static str); 2];
+type FileLabel = [(&'static str, &'static str); 1];
 type ReloadLabels = [(&'static str, &'static str); 2];
 
 /// Per-resource watch health and counters, written by the watch tasks.
@@ -35,7 +36,7 @@ pub struct Telemetry {
     pub apply_duration: Histogram,
     pub reloads: Family<ReloadLabels, Counter>,
     /// 1 while the files on disk are unusable and the previous credentials serve.
-    pub reload_failing: Family<ResourceLabel, Gauge>,
+    pub reload_failing: Family<FileLabel, Gauge>,
     /// When each resource's watch last failed (unix milliseconds; 0 = never).
     last_error_ms: [AtomicI64; 4],
     last_event: [AtomicI64; 4],

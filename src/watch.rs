@@ -60,7 +60,7 @@ where
 
 const MIN_BACKOFF: Duration = Duration::from_millis(500);
 /// Short enough to resync within seconds of the API server coming back; failed
-/// calls are cheap, and a successful relist resets it.
+/// calls are cheap. An attempt that runs cleanly for twice this long resets it.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Watch one resource forever. After any error the watch is restarted with a
