@@ -78,33 +78,56 @@ struct Page<T> {
     items: Vec<T>,
 }
 
+/// Time spent on one initial list: decoding the JSON, and building the index from it.
+#[derive(Default, Clone, Copy)]
+struct ColdStart {
+    decode: Duration,
+    index: Duration,
+}
+
+impl ColdStart {
+    fn total(self) -> Duration {
+        self.decode + self.index
+    }
+}
+
+impl std::ops::AddAssign for ColdStart {
+    fn add_assign(&mut self, other: Self) {
+        self.decode += other.decode;
+        self.index += other.index;
+    }
+}
+
 /// Apply one resource's initial list, page by page: the page's JSON (full API
 /// objects, `A`) is produced untimed, as that is the API server's work; decoding
 /// into the shape the watcher uses (`W`) and applying are timed.
-fn initial_list<A, W>(index: &mut Index, objects: impl Iterator<Item = A>, page_size: usize) -> Duration
+fn initial_list<A, W>(index: &mut Index, objects: impl Iterator<Item = A>, page_size: usize) -> ColdStart
 where
     A: Serialize,
     W: Indexed + DeserializeOwned,
 {
-    let mut spent = Duration::ZERO;
+    let mut spent = ColdStart::default();
     let mut objects = objects.peekable();
     let started = Instant::now();
     index.apply(Event::<W>::Init).unwrap();
-    spent += started.elapsed();
+    spent.index += started.elapsed();
     while objects.peek().is_some() {
         let page = Page { items: objects.by_ref().take(page_size).collect::<Vec<A>>() };
         let bytes = serde_json::to_vec(&page).unwrap();
         drop(page);
         let started = Instant::now();
         let page: Page<W> = serde_json::from_slice(&bytes).unwrap();
+        let decoded = Instant::now();
         for obj in page.items {
             index.apply(Event::InitApply(obj)).unwrap();
         }
-        spent += started.elapsed();
+        spent.decode += decoded - started;
+        spent.index += decoded.elapsed();
     }
     let started = Instant::now();
     index.apply(Event::<W>::InitDone).unwrap();
-    spent + started.elapsed()
+    spent.index += started.elapsed();
+    spent
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -137,7 +160,7 @@ fn main() {
     // Cold start.
     let mut index = Index::default();
     index.set_now(1_780_000_000);
-    let mut cold = Duration::ZERO;
+    let mut cold = ColdStart::default();
     cold += initial_list::<Node, NodeTaints>(&mut index, (0..shape.nodes).map(|i| shape.node(i)), 500);
     cold += initial_list::<DaemonSet, DaemonSet>(&mut index, (0..shape.daemonsets).map(|j| shape.daemonset(j)), 500);
     cold += initial_list::<ControllerRevision, ControllerRevision>(
@@ -155,9 +178,15 @@ fn main() {
     let pods = shape.pods();
     rows.push(Row {
         what: "cold start: decode + index the initial lists (single thread)",
-        measured: format!("{:.2} s", cold.as_secs_f64()),
+        measured: format!("{:.2} s", cold.total().as_secs_f64()),
         target: "≤ 2 s",
-        met: Some(cold <= Duration::from_secs(2)),
+        met: Some(cold.total() <= Duration::from_secs(2)),
+    });
+    rows.push(Row {
+        what: "of which: JSON decode / index build",
+        measured: format!("{:.2} s / {:.2} s", cold.decode.as_secs_f64(), cold.index.as_secs_f64()),
+        target: "",
+        met: None,
     });
     rows.push(Row {
         what: "RSS once synced (VmRSS)",

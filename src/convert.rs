@@ -14,9 +14,9 @@ use crate::eligibility::NODE_NAME_FIELD;
 use crate::interner::Interner;
 use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, LabelSelector, Node, NodeSelectorTerm, ObjectRef, Placement, Pod,
-    Requirement, Revision, SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,
+    Requirement, Revision, SelectorOperator, Taint, TaintEffect, Toleration,
 };
-use crate::resources::{DaemonPod, NodeTaints, PlacementSpec};
+use crate::resources::{DaemonPod, NodeTaints, PlacementSpec, PodPlacement};
 
 /// NFD lists the labels it manages here; unprefixed names live under `feature.node.kubernetes.io/`.
 pub const NFD_FEATURE_LABELS_ANNOTATION: &str = "nfd.node.kubernetes.io/feature-labels";
@@ -140,14 +140,6 @@ pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError
     let revision_hash = labels.get(REVISION_HASH_LABEL).cloned();
     let spec = pod.spec.as_ref();
     let target_node = spec.and_then(target_node_name).map(|n| interner.str(n));
-    let own = Placement {
-        node_name: None,
-        node_selector: spec.map(|s| node_selector(s, interner)).unwrap_or_default(),
-        // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
-        required_terms: None,
-        tolerations: spec.map(|s| tolerations(s, interner)).unwrap_or_default(),
-        host_network: spec.is_some_and(|s| s.host_network()),
-    };
     Ok(Pod {
         uid,
         id,
@@ -155,7 +147,8 @@ pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError
         labels,
         target_node,
         revision_hash,
-        own_placement: interner.placement(own),
+        // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
+        own_placement: interner.own_placement(spec),
         created: meta.creation_timestamp.as_ref().map(seconds),
         deletion: deletion(meta),
     })
@@ -177,7 +170,7 @@ pub fn pod_unchanged(decoded: &DaemonPod, cached: &Pod) -> bool {
         && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
         && spec.and_then(target_node_name) == cached.target_node.as_deref()
         && same_pairs(spec.and_then(|s| s.node_selector()).into_iter().flatten(), placement.node_selector.iter().map(|(k, v)| (k, v)))
-        && spec.and_then(|s| s.tolerations()).unwrap_or_default().iter().map(toleration_parts).eq(placement
+        && spec.into_iter().flat_map(|s| s.tolerations()).eq(placement
             .tolerations
             .iter()
             .map(|t| (&*t.key, t.operator, &*t.value, t.effect)))
@@ -202,21 +195,13 @@ fn deletion(meta: &ObjectMeta) -> Option<Deletion> {
 
 /// `GetTargetNodeName`: `spec.nodeName`, else the first `matchFields metadata.name In`
 /// requirement of the required affinity, which must have exactly one value.
-pub fn target_node_name(spec: &impl PlacementSpec) -> Option<&str> {
-    if let Some(name) = spec.node_name().filter(|n| !n.is_empty()) {
+pub fn target_node_name(spec: &PodPlacement) -> Option<&str> {
+    if let Some(name) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
         return Some(name);
     }
-    let terms = &spec
-        .affinity()?
-        .node_affinity
-        .as_ref()?
-        .required_during_scheduling_ignored_during_execution
-        .as_ref()?
-        .node_selector_terms;
-    let field = terms
-        .iter()
-        .flat_map(|t| t.match_fields.iter().flatten())
-        .find(|f| f.key == NODE_NAME_FIELD && f.operator == "In")?;
+    let field = spec
+        .required_match_fields()
+        .find(|f| f.key.as_deref() == Some(NODE_NAME_FIELD) && f.operator.as_deref() == Some("In"))?;
     match field.values.as_deref() {
         Some([only]) => Some(only),
         _ => None,
@@ -232,12 +217,13 @@ fn placement_from_template(template: Option<&PodTemplateSpec>, interner: &mut In
         return interner.placement(Placement::default());
     };
     let required_terms = spec
-        .affinity()
+        .affinity
+        .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
         .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
         .map(|sel| sel.node_selector_terms.iter().map(|t| term(t, interner)).collect());
     let placement = Placement {
-        node_name: spec.node_name().filter(|n| !n.is_empty()).map(|n| interner.str(n)),
+        node_name: spec.node_name.as_deref().filter(|n| !n.is_empty()).map(|n| interner.str(n)),
         node_selector: node_selector(spec, interner),
         required_terms,
         tolerations: tolerations(spec, interner),
@@ -252,26 +238,13 @@ fn node_selector(spec: &impl PlacementSpec, interner: &mut Interner) -> Vec<(cra
 
 fn tolerations(spec: &impl PlacementSpec, interner: &mut Interner) -> Vec<Toleration> {
     spec.tolerations()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            let (key, operator, value, effect) = toleration_parts(t);
-            Toleration { key: interner.str(key), operator, value: interner.str(value), effect }
+        .map(|(key, operator, value, effect)| Toleration {
+            key: interner.str(key),
+            operator,
+            value: interner.str(value),
+            effect,
         })
         .collect()
-}
-
-/// A toleration as the model reads it: (key, operator, value, effect).
-fn toleration_parts(
-    t: &k8s_openapi::api::core::v1::Toleration,
-) -> (&str, TolerationOperator, &str, Option<TaintEffect>) {
-    let operator = match t.operator.as_deref() {
-        None | Some("") | Some("Equal") => TolerationOperator::Equal,
-        Some("Exists") => TolerationOperator::Exists,
-        Some(_) => TolerationOperator::Unsupported,
-    };
-    let effect = t.effect.as_deref().filter(|e| !e.is_empty()).map(TaintEffect::parse);
-    (t.key.as_deref().unwrap_or_default(), operator, t.value.as_deref().unwrap_or_default(), effect)
 }
 
 fn term(term: &K8sTerm, interner: &mut Interner) -> NodeSelectorTerm {

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet as K8sDaemonSet};
 use k8s_openapi::api::core::v1::{Node as K8sNode, Pod as K8sPod};
 use kube::runtime::watcher::Event;
+use smallvec::SmallVec;
 
 use crate::convert::{self, ConvertError};
 use crate::eligibility::{Skip, selector_matches, should_run};
@@ -64,7 +65,9 @@ pub type Scope<'a> = Option<&'a str>;
 pub struct Store<T> {
     objects: FastMap<Str, T>,
     /// Relists under way, one per scope (a namespace, or `None` for all): a short list.
-    relists: Vec<(Option<String>, FastMap<Str, T>)>,
+    /// Each buffers its objects in list order; a key listed twice is applied twice, the
+    /// later one winning, as in a map.
+    relists: Vec<(Option<String>, Vec<T>)>,
     synced_scopes: FastSet<Option<String>>,
     /// How many scopes (watch streams) feed this store.
     scopes: usize,
@@ -83,21 +86,23 @@ impl<T> Store<T> {
 
     /// The buffer of the relist under way for `scope`, created if there is none. Looked
     /// up by the borrowed scope: this runs once per listed object.
-    fn relist_buffer(&mut self, scope: Scope<'_>) -> &mut FastMap<Str, T> {
+    fn relist_buffer(&mut self, scope: Scope<'_>) -> &mut Vec<T> {
         let at = match self.relists.iter().position(|(s, _)| s.as_deref() == scope) {
             Some(at) => at,
             None => {
-                self.relists.push((scope.map(str::to_owned), FastMap::default()));
+                // A relist usually returns about as many objects as the cache holds.
+                let expected = self.objects.len() / self.scopes.max(1);
+                self.relists.push((scope.map(str::to_owned), Vec::with_capacity(expected)));
                 self.relists.len() - 1
             }
         };
         &mut self.relists[at].1
     }
 
-    fn take_relist(&mut self, scope: Scope<'_>) -> FastMap<Str, T> {
+    fn take_relist(&mut self, scope: Scope<'_>) -> Vec<T> {
         match self.relists.iter().position(|(s, _)| s.as_deref() == scope) {
             Some(at) => self.relists.swap_remove(at).1,
-            None => FastMap::default(),
+            None => Vec::new(),
         }
     }
 }
@@ -117,8 +122,8 @@ struct DaemonSetState {
     skips: FastMap<Str, Skip>,
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
     skip_counts: FastMap<(&'static str, Str), u32>,
-    /// Claimed pods by target node.
-    claimed: FastMap<Str, Vec<Str>>,
+    /// Claimed pods by target node: almost always one, kept inline.
+    claimed: FastMap<Str, SmallVec<[Str; 1]>>,
     /// Nodes that exist, are skipped, and have a claimed pod.
     misscheduled: BTreeMap<Str, Since>,
 }
@@ -262,25 +267,30 @@ impl Index {
             }
             Event::InitApply(obj) => {
                 let compact = obj.convert(&mut self.interner)?;
-                let key = K::key_of(&compact).clone();
-                K::store(self).relist_buffer(scope).insert(key, compact);
+                K::store(self).relist_buffer(scope).push(compact);
             }
             Event::InitDone => {
                 let store = K::store(self);
                 let fresh = store.take_relist(scope);
                 let in_scope =
                     |obj: &K::Compact| scope.is_none_or(|ns| K::namespace_of(obj).is_some_and(|n| **n == *ns));
-                let gone: Vec<Str> = store
-                    .objects
-                    .iter()
-                    .filter(|(k, obj)| in_scope(obj) && !fresh.contains_key(*k))
-                    .map(|(k, _)| k.clone())
-                    .collect();
+                let gone: Vec<Str> = if store.objects.is_empty() {
+                    Vec::new()
+                } else {
+                    let listed: FastSet<&str> = fresh.iter().map(|obj| &**K::key_of(obj)).collect();
+                    store
+                        .objects
+                        .iter()
+                        .filter(|(k, obj)| in_scope(obj) && !listed.contains(&***k))
+                        .map(|(k, _)| k.clone())
+                        .collect()
+                };
+                store.objects.reserve(fresh.len().saturating_sub(store.objects.len()));
                 self.replaying = true;
                 for key in gone {
                     K::remove(self, &key);
                 }
-                for (_, obj) in fresh {
+                for obj in fresh {
                     K::upsert(self, obj);
                 }
                 self.replaying = false;

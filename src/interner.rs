@@ -4,18 +4,36 @@
 //! storing each once is most of what keeps the cache small.
 
 use std::collections::BTreeMap;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
-use crate::model::{FastSet, Labels, Placement, Str};
+use hashbrown::HashTable;
+
+use crate::model::{FastSet, Labels, NodeSelectorTerm, Placement, Str};
+use crate::resources::{PlacementSpec, TolerationParts};
 
 /// Interned values are dropped by `collect_garbage` once only the interner holds them.
-#[derive(Debug, Default)]
+///
+/// Label sets and placements are looked up by their parts before anything is built:
+/// most objects repeat a set the interner already holds, and building one just to
+/// find it again was most of the cost of converting a pod.
+#[derive(Default)]
 pub struct Interner {
     strings: FastSet<Str>,
-    label_sets: FastSet<Labels>,
-    placements: FastSet<Arc<Placement>>,
+    label_sets: HashTable<Labels>,
+    placements: HashTable<Arc<Placement>>,
+    hasher: foldhash::fast::RandomState,
     inserts_since_gc: usize,
+}
+
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interner")
+            .field("strings", &self.strings.len())
+            .field("label_sets", &self.label_sets.len())
+            .field("placements", &self.placements.len())
+            .finish()
+    }
 }
 
 /// How many new entries trigger a sweep, so that churn (node names, hashes) cannot grow it forever.
@@ -32,13 +50,77 @@ impl Interner {
         new
     }
 
-    pub fn labels<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a String, &'a String)>) -> Labels {
-        let map: BTreeMap<Str, Str> = pairs.into_iter().map(|(k, v)| (self.str(k), self.str(v))).collect();
-        intern(&mut self.label_sets, Arc::new(map), &mut self.inserts_since_gc)
+    /// The shared label set equal to `pairs`, which come sorted by key (from a map).
+    pub fn labels<'a, I>(&mut self, pairs: I) -> Labels
+    where
+        I: IntoIterator<Item = (&'a String, &'a String)>,
+        I::IntoIter: Clone,
+    {
+        let pairs = pairs.into_iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let hash = hash_pairs(&self.hasher, pairs.clone());
+        let same = |set: &Labels| same_items(set.iter().map(|(k, v)| (&**k, &**v)), pairs.clone(), |a, b| a == b);
+        if let Some(existing) = self.label_sets.find(hash, same) {
+            return existing.clone();
+        }
+        let set: Labels = Arc::new(pairs.map(|(k, v)| (self.str(k), self.str(v))).collect::<BTreeMap<_, _>>());
+        let hasher = &self.hasher;
+        self.label_sets.insert_unique(hash, set.clone(), |l| hash_pairs(hasher, l.iter().map(|(k, v)| (&**k, &**v))));
+        self.note_insert();
+        set
     }
 
+    /// The shared placement equal to `placement`.
     pub fn placement(&mut self, placement: Placement) -> Arc<Placement> {
-        intern(&mut self.placements, Arc::new(placement), &mut self.inserts_since_gc)
+        let hash = hash_placement(&self.hasher, &placement);
+        if let Some(existing) = self.placements.find(hash, |p| **p == placement) {
+            return existing.clone();
+        }
+        self.insert_placement(hash, Arc::new(placement))
+    }
+
+    /// The shared placement of a pod's own spec (no nodeName, no required terms: the
+    /// controller rewrites those), looked up before anything is built.
+    pub fn own_placement(&mut self, spec: Option<&impl PlacementSpec>) -> Arc<Placement> {
+        let selector = || spec.and_then(|s| s.node_selector()).into_iter().flatten().map(|(k, v)| (&**k, &**v));
+        let tolerations = || spec.into_iter().flat_map(|s| s.tolerations());
+        let host_network = spec.is_some_and(|s| s.host_network());
+        let hash = hash_parts(&self.hasher, None, None, selector(), tolerations(), host_network);
+        let same = |p: &Arc<Placement>| {
+            p.node_name.is_none()
+                && p.required_terms.is_none()
+                && p.host_network == host_network
+                && same_items(p.node_selector.iter().map(|(k, v)| (&**k, &**v)), selector(), |a, b| a == b)
+                && same_items(
+                    p.tolerations.iter().map(|t| (&*t.key, t.operator, &*t.value, t.effect)),
+                    tolerations(),
+                    |a, b| a == b,
+                )
+        };
+        if let Some(existing) = self.placements.find(hash, same) {
+            return existing.clone();
+        }
+        let placement = Placement {
+            node_name: None,
+            node_selector: selector().map(|(k, v)| (self.str(k), self.str(v))).collect(),
+            required_terms: None,
+            tolerations: tolerations()
+                .map(|(key, operator, value, effect)| crate::model::Toleration {
+                    key: self.str(key),
+                    operator,
+                    value: self.str(value),
+                    effect,
+                })
+                .collect(),
+            host_network,
+        };
+        self.insert_placement(hash, Arc::new(placement))
+    }
+
+    fn insert_placement(&mut self, hash: u64, placement: Arc<Placement>) -> Arc<Placement> {
+        let hasher = &self.hasher;
+        self.placements.insert_unique(hash, placement.clone(), |p| hash_placement(hasher, p));
+        self.note_insert();
+        placement
     }
 
     fn note_insert(&mut self) {
@@ -65,13 +147,54 @@ impl Interner {
     }
 }
 
-fn intern<T: Eq + Hash>(set: &mut FastSet<Arc<T>>, value: Arc<T>, inserts: &mut usize) -> Arc<T> {
-    if let Some(existing) = set.get(&value) {
-        return existing.clone();
+/// `Iterator::eq` for items borrowed for different lifetimes (its bound takes one type).
+fn same_items<A, B>(a: impl Iterator<Item = A>, mut b: impl Iterator<Item = B>, eq: impl Fn(A, B) -> bool) -> bool {
+    for x in a {
+        match b.next() {
+            Some(y) => {
+                if !eq(x, y) {
+                    return false;
+                }
+            }
+            None => return false,
+        }
     }
-    *inserts += 1;
-    set.insert(value.clone());
-    value
+    b.next().is_none()
+}
+
+fn hash_pairs<'a>(hasher: &impl BuildHasher, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
+    let mut state = hasher.build_hasher();
+    pairs.for_each(|pair| pair.hash(&mut state));
+    state.finish()
+}
+
+fn hash_placement(hasher: &impl BuildHasher, p: &Placement) -> u64 {
+    hash_parts(
+        hasher,
+        p.node_name.as_deref(),
+        p.required_terms.as_deref(),
+        p.node_selector.iter().map(|(k, v)| (&**k, &**v)),
+        p.tolerations.iter().map(|t| (&*t.key, t.operator, &*t.value, t.effect)),
+        p.host_network,
+    )
+}
+
+/// One hash for a built placement and for the parts of one, so either finds the other.
+fn hash_parts<'a>(
+    hasher: &impl BuildHasher,
+    node_name: Option<&str>,
+    required_terms: Option<&[NodeSelectorTerm]>,
+    node_selector: impl Iterator<Item = (&'a str, &'a str)>,
+    tolerations: impl Iterator<Item = TolerationParts<'a>>,
+    host_network: bool,
+) -> u64 {
+    let mut state = hasher.build_hasher();
+    (node_name, required_terms, host_network).hash(&mut state);
+    node_selector.for_each(|pair| pair.hash(&mut state));
+    // Separates the two sequences, so that they cannot run into each other.
+    state.write_u8(0xfe);
+    tolerations.for_each(|t| t.hash(&mut state));
+    state.finish()
 }
 
 #[cfg(test)]
@@ -88,6 +211,38 @@ mod tests {
         let l1 = interner.labels([(&k, &v)]);
         let l2 = interner.labels([(&k, &v)]);
         assert!(Arc::ptr_eq(&l1, &l2));
+    }
+
+    #[test]
+    fn a_pod_placement_found_by_its_parts_is_the_built_one() {
+        use crate::model::{Toleration, TolerationOperator};
+        use crate::resources::{PodPlacement, PodToleration};
+        let mut interner = Interner::default();
+        let built = interner.placement(Placement {
+            node_selector: vec![(Str::from("pool"), Str::from("a"))],
+            tolerations: vec![Toleration {
+                key: Str::from("k"),
+                operator: TolerationOperator::Exists,
+                value: Str::from(""),
+                effect: None,
+            }],
+            ..Placement::default()
+        });
+        let mut spec = PodPlacement {
+            node_selector: Some([("pool".to_owned(), "a".to_owned())].into()),
+            tolerations: Some(vec![PodToleration {
+                key: Some("k".into()),
+                operator: TolerationOperator::Exists,
+                ..PodToleration::default()
+            }]),
+            ..PodPlacement::default()
+        };
+        assert!(Arc::ptr_eq(&built, &interner.own_placement(Some(&spec))));
+        spec.host_network = Some(true);
+        let other = interner.own_placement(Some(&spec));
+        assert!(!Arc::ptr_eq(&built, &other));
+        assert!(other.host_network);
+        assert!(Arc::ptr_eq(&other, &interner.own_placement(Some(&spec))));
     }
 
     #[test]

@@ -38,6 +38,11 @@ impl TaintEffect {
         }
     }
 
+    /// A toleration's effect: empty means every effect.
+    pub fn parse_optional(s: &str) -> Option<Self> {
+        (!s.is_empty()).then(|| Self::parse(s))
+    }
+
     /// Only these effects keep the DaemonSet controller from running a pod.
     pub fn blocks_daemon_pods(self) -> bool {
         matches!(self, Self::NoSchedule | Self::NoExecute)
@@ -52,13 +57,24 @@ pub struct Taint {
     pub time_added: Option<Timestamp>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum TolerationOperator {
     Exists,
     /// `Equal`, or the empty operator which means `Equal`.
+    #[default]
     Equal,
     /// Anything else (e.g. the 1.35 alpha `Gt`/`Lt`): tolerates nothing.
     Unsupported,
+}
+
+impl TolerationOperator {
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "" | "Equal" => Self::Equal,
+            "Exists" => Self::Exists,
+            _ => Self::Unsupported,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -9,10 +9,15 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Affinity, Node, Pod, PodSpec, Taint, Toleration};
+use std::fmt;
+
+use k8s_openapi::api::core::v1::{Affinity, Node, Pod, PodSpec, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
+use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
+
+use crate::model::{TaintEffect, TolerationOperator};
 
 /// The metadata fields the exporter (and the watcher, for resourceVersion) uses.
 #[derive(Deserialize)]
@@ -47,12 +52,13 @@ fn slim_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D
     })
 }
 
-/// Where a pod (or a pod template) may run: the placement fields of a `PodSpec`.
+/// A toleration as the model reads it: (key, operator, value, effect).
+pub type TolerationParts<'a> = (&'a str, TolerationOperator, &'a str, Option<TaintEffect>);
+
+/// The placement fields a pod and a pod template share, read the same way for both.
 pub trait PlacementSpec {
-    fn node_name(&self) -> Option<&str>;
     fn node_selector(&self) -> Option<&BTreeMap<String, String>>;
-    fn affinity(&self) -> Option<&Affinity>;
-    fn tolerations(&self) -> Option<&[Toleration]>;
+    fn tolerations(&self) -> impl Iterator<Item = TolerationParts<'_>>;
     fn host_network(&self) -> bool;
 }
 
@@ -65,40 +71,165 @@ pub struct DaemonPod {
     pub spec: Option<PodPlacement>,
 }
 
+/// A daemon pod's placement. Tolerations and affinity are read into slim types:
+/// with the default tolerations a daemon pod carries about eight, and the
+/// k8s-openapi ones cost three strings each to build and to drop.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodPlacement {
     pub node_name: Option<String>,
     pub node_selector: Option<BTreeMap<String, String>>,
-    pub affinity: Option<Affinity>,
-    pub tolerations: Option<Vec<Toleration>>,
+    pub affinity: Option<PodAffinity>,
+    pub tolerations: Option<Vec<PodToleration>>,
     pub host_network: Option<bool>,
 }
 
-/// Both shapes name the fields alike, so one definition serves both.
-macro_rules! placement_spec {
-    ($($ty:ty),*) => {$(
-        impl PlacementSpec for $ty {
-            fn node_name(&self) -> Option<&str> {
-                self.node_name.as_deref()
-            }
-            fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
-                self.node_selector.as_ref()
-            }
-            fn affinity(&self) -> Option<&Affinity> {
-                self.affinity.as_ref()
-            }
-            fn tolerations(&self) -> Option<&[Toleration]> {
-                self.tolerations.as_deref()
-            }
-            fn host_network(&self) -> bool {
-                self.host_network.unwrap_or(false)
-            }
-        }
-    )*};
+/// A pod toleration; operator and effect are read straight into the model's enums.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct PodToleration {
+    #[serde(default, deserialize_with = "common_str")]
+    pub key: Option<Cow<'static, str>>,
+    #[serde(default, deserialize_with = "toleration_operator")]
+    pub operator: TolerationOperator,
+    pub value: Option<String>,
+    #[serde(default, deserialize_with = "taint_effect")]
+    pub effect: Option<TaintEffect>,
 }
 
-placement_spec!(PodPlacement, PodSpec);
+/// Of a pod's affinity only the required node terms' `matchFields` matter: the
+/// controller names the target node there (`GetTargetNodeName`). A daemon pod's
+/// other constraints are read from its DaemonSet revision, not from the pod.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodAffinity {
+    pub node_affinity: Option<PodNodeAffinity>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PodNodeAffinity {
+    #[serde(rename = "requiredDuringSchedulingIgnoredDuringExecution")]
+    pub required: Option<PodNodeSelector>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodNodeSelector {
+    #[serde(default)]
+    pub node_selector_terms: Vec<PodNodeSelectorTerm>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodNodeSelectorTerm {
+    pub match_fields: Option<Vec<PodFieldRequirement>>,
+}
+
+/// A `matchFields` requirement; the controller writes `metadata.name In [node]`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct PodFieldRequirement {
+    #[serde(default, deserialize_with = "common_str")]
+    pub key: Option<Cow<'static, str>>,
+    #[serde(default, deserialize_with = "common_str")]
+    pub operator: Option<Cow<'static, str>>,
+    pub values: Option<Vec<String>>,
+}
+
+/// Strings every daemon pod repeats: the keys of the tolerations the DaemonSet
+/// controller adds, and its `matchFields` term. Read as static strings, they cost
+/// no allocation per pod.
+const COMMON_STRINGS: [&str; 9] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/pid-pressure",
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/network-unavailable",
+    "metadata.name",
+    "In",
+];
+
+fn common(s: &str) -> Cow<'static, str> {
+    match COMMON_STRINGS.iter().find(|c| **c == s) {
+        Some(c) => Cow::Borrowed(c),
+        None => Cow::Owned(s.to_owned()),
+    }
+}
+
+impl PodPlacement {
+    /// The required node terms' `matchFields`, in order.
+    pub fn required_match_fields(&self) -> impl Iterator<Item = &PodFieldRequirement> {
+        let terms = self.affinity.as_ref().and_then(|a| a.node_affinity.as_ref()).and_then(|n| n.required.as_ref());
+        terms.into_iter().flat_map(|r| &r.node_selector_terms).flat_map(|t| t.match_fields.iter().flatten())
+    }
+}
+
+impl PlacementSpec for PodPlacement {
+    fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
+        self.node_selector.as_ref()
+    }
+    fn tolerations(&self) -> impl Iterator<Item = TolerationParts<'_>> {
+        self.tolerations.iter().flatten().map(|t| {
+            (t.key.as_deref().unwrap_or_default(), t.operator, t.value.as_deref().unwrap_or_default(), t.effect)
+        })
+    }
+    fn host_network(&self) -> bool {
+        self.host_network.unwrap_or(false)
+    }
+}
+
+impl PlacementSpec for PodSpec {
+    fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
+        self.node_selector.as_ref()
+    }
+    fn tolerations(&self) -> impl Iterator<Item = TolerationParts<'_>> {
+        self.tolerations.iter().flatten().map(|t| {
+            let operator = t.operator.as_deref().map_or(TolerationOperator::Equal, TolerationOperator::parse);
+            let effect = t.effect.as_deref().and_then(TaintEffect::parse_optional);
+            (t.key.as_deref().unwrap_or_default(), operator, t.value.as_deref().unwrap_or_default(), effect)
+        })
+    }
+    fn host_network(&self) -> bool {
+        self.host_network.unwrap_or(false)
+    }
+}
+
+/// Reads an optional string straight into what `parse` makes of it, without
+/// allocating; null and absent read as `T::default()`.
+fn parsed_str<'de, D: Deserializer<'de>, T: Default>(deserializer: D, parse: fn(&str) -> T) -> Result<T, D::Error> {
+    struct Parsed<T>(fn(&str) -> T);
+    impl<'de, T: Default> Visitor<'de> for Parsed<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            Ok((self.0)(v))
+        }
+        fn visit_none<E: de::Error>(self) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+    }
+    deserializer.deserialize_option(Parsed(parse))
+}
+
+fn toleration_operator<'de, D: Deserializer<'de>>(deserializer: D) -> Result<TolerationOperator, D::Error> {
+    parsed_str(deserializer, TolerationOperator::parse)
+}
+
+fn common_str<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Cow<'static, str>>, D::Error> {
+    parsed_str(deserializer, |s| Some(common(s)))
+}
+
+fn taint_effect<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<TaintEffect>, D::Error> {
+    parsed_str(deserializer, TaintEffect::parse_optional)
+}
 
 /// A node: metadata plus its taints.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -124,13 +255,50 @@ impl NodeTaints {
 impl From<Pod> for DaemonPod {
     fn from(pod: Pod) -> Self {
         let spec = pod.spec.map(|s| PodPlacement {
+            tolerations: s.tolerations.is_some().then(|| {
+                s.tolerations()
+                    .map(|(key, operator, value, effect)| PodToleration {
+                        key: (!key.is_empty()).then(|| Cow::Owned(key.to_owned())),
+                        operator,
+                        value: Some(value.to_owned()).filter(|v| !v.is_empty()),
+                        effect,
+                    })
+                    .collect()
+            }),
+            affinity: s.affinity.map(PodAffinity::from),
             node_name: s.node_name,
             node_selector: s.node_selector,
-            affinity: s.affinity,
-            tolerations: s.tolerations,
             host_network: s.host_network,
         });
         Self { metadata: pod.metadata, spec }
+    }
+}
+
+impl From<Affinity> for PodAffinity {
+    fn from(affinity: Affinity) -> Self {
+        let required = affinity.node_affinity.and_then(|n| n.required_during_scheduling_ignored_during_execution);
+        Self {
+            node_affinity: Some(PodNodeAffinity {
+                required: required.map(|r| PodNodeSelector {
+                    node_selector_terms: r
+                        .node_selector_terms
+                        .into_iter()
+                        .map(|t| PodNodeSelectorTerm {
+                            match_fields: t.match_fields.map(|fields| {
+                                fields
+                                    .into_iter()
+                                    .map(|f| PodFieldRequirement {
+                                        key: Some(Cow::Owned(f.key)),
+                                        operator: Some(Cow::Owned(f.operator)),
+                                        values: f.values,
+                                    })
+                                    .collect()
+                            }),
+                        })
+                        .collect(),
+                }),
+            }),
+        }
     }
 }
 

@@ -129,8 +129,8 @@ proptest! {
 fn daemon_pod_json() -> impl Strategy<Value = serde_json::Value> {
     (
         (0..4usize, 0..2usize, 0..2usize, 0..5usize),
-        (0..4usize, 0..4usize, 0..4usize),
-        (proptest::collection::vec((0..3usize, 0..5usize, 0..2usize, 0..4usize), 0..3), any::<bool>()),
+        (0..4usize, 0..4usize, 0..6usize),
+        (proptest::collection::vec((0..5usize, 0..5usize, 0..2usize, 0..4usize), 0..3), any::<bool>()),
         (0..3usize, 0..3usize, 0..3usize),
     )
         .prop_map(|((uid, name, ns, owner), (labels, node_name, affinity), (tolerations, host_network), (selector, created, deletion))| {
@@ -148,13 +148,19 @@ fn daemon_pod_json() -> impl Strategy<Value = serde_json::Value> {
                 0 => json!(null),
                 1 => json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}),
                 2 => json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}}}),
-                _ => json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]}]}}}),
+                3 => json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]}]}}}),
+                4 => json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]},
+                    {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}, {"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}},
+                    "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone"}]}}),
+                _ => json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}]}}}),
             };
             let tolerations: Vec<serde_json::Value> = tolerations
                 .into_iter()
                 .map(|(key, operator, value, effect)| {
                     json!({
-                        "key": (["x", "y", ""][key]),
+                        // A key the decoder reads as a static string, and one JSON must escape.
+                        "key": (["x", "y", "", "node.kubernetes.io/not-ready", "a\\b\"c"][key]),
                         "operator": ([json!(null), json!(""), json!("Equal"), json!("Exists"), json!("Bogus")][operator].clone()),
                         "value": (["", "v"][value]),
                         "effect": ([json!(null), json!(""), json!("NoSchedule"), json!("Other")][effect].clone()),
@@ -203,6 +209,33 @@ proptest! {
         let Ok(compact) = convert::pod(&cached, &mut interner) else { return Ok(()) };
         let converted = convert::pod(&decoded, &mut interner);
         prop_assert_eq!(convert::pod_unchanged(&decoded, &compact), converted.as_ref() == Ok(&compact));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// The slim shape the watcher decodes pods into (static strings, enums read
+    /// straight from the JSON, affinity cut to `matchFields`) must convert exactly as
+    /// the full k8s-openapi Pod does, from bytes (the watcher) and from a JSON value
+    /// (snapshots).
+    #[test]
+    fn slim_pod_decodes_like_the_full_pod(pod in daemon_pod_json()) {
+        use k8s_openapi::api::core::v1::Pod;
+        use misschedule_exporter::convert;
+        use misschedule_exporter::interner::Interner;
+        use misschedule_exporter::resources::DaemonPod;
+        let bytes = serde_json::to_vec(&pod).unwrap();
+        let full: Pod = serde_json::from_slice(&bytes).unwrap();
+        let from_bytes: DaemonPod = serde_json::from_slice(&bytes).unwrap();
+        let from_value: DaemonPod = serde_json::from_value(pod).unwrap();
+        let mut interner = Interner::default();
+        let expected = convert::pod(&DaemonPod::from(full), &mut interner);
+        prop_assert_eq!(&convert::pod(&from_bytes, &mut interner), &expected);
+        prop_assert_eq!(&convert::pod(&from_value, &mut interner), &expected);
+        if let Ok(expected) = &expected {
+            prop_assert!(convert::pod_unchanged(&from_bytes, expected));
+        }
     }
 }
 

@@ -210,7 +210,9 @@ impl Cluster {
     pub async fn bind_pending(&self) {
         let Ok(pods) = self.pods.list(&ListParams::default()).await else { return };
         for pod in pods {
-            let spec = pod.spec.as_ref().unwrap();
+            // The shape the exporter reads, so that the test binds where the exporter looks.
+            let pod = misschedule_exporter::resources::DaemonPod::from(pod);
+            let Some(spec) = pod.spec.as_ref() else { continue };
             if spec.node_name.is_some() || pod.metadata.deletion_timestamp.is_some() {
                 continue;
             }
