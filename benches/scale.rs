@@ -130,6 +130,14 @@ where
     spent
 }
 
+/// Events made, then applied, at a time (see the events section of `main`).
+const EVENT_BATCH: usize = 32;
+
+/// `object` as the watcher gets it: encoded by the API server, decoded into shape `W`.
+fn decoded<W: DeserializeOwned>(object: &impl Serialize) -> W {
+    serde_json::from_slice(&serde_json::to_vec(object).unwrap()).unwrap()
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -252,23 +260,26 @@ fn main() {
     });
 
     // Watch events: pod status updates, node heartbeats, drain taints coming and going,
-    // pods deleted and recreated. Generated untimed in batches; applying is timed.
+    // pods deleted and recreated. Each is encoded as the API server sends it and decoded
+    // into the watcher's shape (untimed); applying it, and dropping it, is timed. The
+    // watcher decodes and applies one event at a time, so the allocator reuses what the
+    // last event freed; events are made in small batches to keep that true here.
     let mut index = Arc::try_unwrap(shared).map(|s| s.into_index()).unwrap_or_else(|_| panic!("index still shared"));
     let mut applied = 0usize;
     let mut spent = Duration::ZERO;
     let mut nonce = 1u64;
     let slots: Vec<(usize, usize)> = shape.pod_slots().collect();
+    let decode_pod = |pod: &Pod| decoded::<DaemonPod>(pod);
     while applied < opts.events {
-        let mut pods = Vec::new();
-        let mut nodes = Vec::new();
-        let batch = (opts.events - applied).min(50_000);
-        for k in 0..batch {
+        let mut pods = Vec::with_capacity(EVENT_BATCH + 1);
+        let mut nodes = Vec::with_capacity(EVENT_BATCH);
+        for _ in 0..EVENT_BATCH.min(opts.events - applied) {
             nonce += 1;
             let pick = (nonce.wrapping_mul(2_654_435_761) % slots.len() as u64) as usize;
             let (j, i) = slots[pick];
-            match k % 100 {
-                0..=79 => pods.push(Event::Apply(DaemonPod::from(shape.pod(j, i, nonce)))),
-                80..=89 => nodes.push(Event::Apply(NodeTaints::from(shape.node(i)))),
+            match nonce % 100 {
+                0..=79 => pods.push(Event::Apply(decode_pod(&shape.pod(j, i, nonce)))),
+                80..=89 => nodes.push(Event::Apply(decoded::<NodeTaints>(&shape.node(i)))),
                 90 => {
                     let mut node = shape.node(i);
                     let taints = node.spec.as_mut().unwrap().taints.get_or_insert_default();
@@ -282,11 +293,12 @@ fn main() {
                             .unwrap(),
                         );
                     }
-                    nodes.push(Event::Apply(NodeTaints::from(node)));
+                    nodes.push(Event::Apply(decoded::<NodeTaints>(&node)));
                 }
                 _ => {
-                    pods.push(Event::Delete(DaemonPod::from(shape.pod(j, i, nonce))));
-                    pods.push(Event::Apply(DaemonPod::from(shape.pod(j, i, nonce))));
+                    let pod = shape.pod(j, i, nonce);
+                    pods.push(Event::Delete(decode_pod(&pod)));
+                    pods.push(Event::Apply(decode_pod(&pod)));
                 }
             }
         }

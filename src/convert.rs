@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use serde::Deserialize as _;
 
 use crate::eligibility::NODE_NAME_FIELD;
-use crate::interner::Interner;
+use crate::interner::{Interner, same_items};
 use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, LabelSelector, Node, NodeSelectorTerm, ObjectRef, Placement, Pod,
     Requirement, Revision, SelectorOperator, Taint, TaintEffect, Toleration,
@@ -64,27 +64,64 @@ pub fn node(node: &NodeTaints, interner: &mut Interner) -> Result<Node, ConvertE
     let taints = node
         .taints()
         .iter()
-        .map(|t| Taint {
-            key: interner.str(&t.key),
-            value: interner.str(t.value.as_deref().unwrap_or_default()),
-            effect: TaintEffect::parse(&t.effect),
-            time_added: t.time_added.as_ref().map(seconds),
+        .map(|t| {
+            let (key, value, effect, time_added) = taint_parts(t);
+            Taint { key: interner.str(key), value: interner.str(value), effect, time_added }
         })
         .collect();
-    let annotation = |key: &str| meta.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str);
-    let nfd_label_keys = list_items(annotation(NFD_FEATURE_LABELS_ANNOTATION))
-        .map(|name| {
-            if name.contains('/') {
-                interner.str(name)
-            } else {
-                interner.str(&format!("feature.node.kubernetes.io/{name}"))
-            }
+    let nfd_label_keys = nfd_label_names(meta)
+        .map(|name| match nfd_label_prefix(name) {
+            "" => interner.str(name),
+            prefix => interner.str(&format!("{prefix}{name}")),
         })
         .collect();
-    let nfd_taint_keys = list_items(annotation(NFD_TAINTS_ANNOTATION))
-        .map(|taint| interner.str(taint.split(['=', ':']).next().unwrap_or(taint)))
-        .collect();
+    let nfd_taint_keys = nfd_taints(meta).map(|taint| interner.str(nfd_taint_key(taint))).collect();
     Ok(Node { name, labels, taints, nfd_label_keys, nfd_taint_keys })
+}
+
+/// Whether `node(decoded)` would equal `cached`, answered without allocating or
+/// interning: most node events are kubelet heartbeats (status only).
+/// Mirrors `node` field by field; `tests/incremental.rs` checks that the two agree.
+pub fn node_unchanged(decoded: &NodeTaints, cached: &Node) -> bool {
+    let meta = &decoded.metadata;
+    meta.name.as_deref() == Some(&*cached.name)
+        && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
+        && decoded
+            .taints()
+            .iter()
+            .map(taint_parts)
+            .eq(cached.taints.iter().map(|t| (&*t.key, &*t.value, t.effect, t.time_added)))
+        && same_items(nfd_label_names(meta), cached.nfd_label_keys.iter(), |name, key| {
+            key.strip_prefix(nfd_label_prefix(name)) == Some(name)
+        })
+        && nfd_taints(meta).map(nfd_taint_key).eq(cached.nfd_taint_keys.iter().map(|k| &**k))
+}
+
+/// A taint as the model reads it: (key, value, effect, timeAdded).
+fn taint_parts(t: &k8s_openapi::api::core::v1::Taint) -> (&str, &str, TaintEffect, Option<i64>) {
+    (&t.key, t.value.as_deref().unwrap_or_default(), TaintEffect::parse(&t.effect), t.time_added.as_ref().map(seconds))
+}
+
+fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str)
+}
+
+fn nfd_label_names(meta: &ObjectMeta) -> impl Iterator<Item = &str> {
+    list_items(annotation(meta, NFD_FEATURE_LABELS_ANNOTATION))
+}
+
+fn nfd_taints(meta: &ObjectMeta) -> impl Iterator<Item = &str> {
+    list_items(annotation(meta, NFD_TAINTS_ANNOTATION))
+}
+
+/// NFD names its labels without their prefix when it is its own.
+fn nfd_label_prefix(name: &str) -> &'static str {
+    if name.contains('/') { "" } else { "feature.node.kubernetes.io/" }
+}
+
+/// `key=value:effect` → `key`.
+fn nfd_taint_key(taint: &str) -> &str {
+    taint.split(['=', ':']).next().unwrap_or(taint)
 }
 
 fn list_items(value: Option<&str>) -> impl Iterator<Item = &str> {

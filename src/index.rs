@@ -631,7 +631,7 @@ macro_rules! indexed {
     };
 }
 
-indexed!(NodeTaints => Node, Nodes, nodes, convert::node, unsure, name, |_node| None, upsert_node, remove_node);
+indexed!(NodeTaints => Node, Nodes, nodes, convert::node, cached_node_unchanged, name, |_node| None, upsert_node, remove_node);
 indexed!(K8sNode => Node, Nodes, nodes, node_from_full, unsure, name, |_node| None, upsert_node, remove_node);
 indexed!(K8sDaemonSet => DaemonSet, DaemonSets, daemonsets, convert::daemonset, unsure, uid, |d| Some(&d.id.namespace), upsert_daemonset, remove_daemonset);
 indexed!(ControllerRevision => Revision, ControllerRevisions, revisions, convert::revision, unsure, uid, |r| Some(&r.id.namespace), upsert_revision, remove_revision);
@@ -640,6 +640,11 @@ indexed!(K8sPod => Pod, Pods, pods, pod_from_full, unsure, uid, |p| Some(&p.id.n
 
 fn unsure<K>(_obj: &K, _index: &Index) -> bool {
     false
+}
+
+fn cached_node_unchanged(node: &NodeTaints, index: &Index) -> bool {
+    let cached = node.metadata.name.as_deref().and_then(|name| index.nodes.objects.get(name));
+    cached.is_some_and(|cached| convert::node_unchanged(node, cached))
 }
 
 fn cached_pod_unchanged(pod: &DaemonPod, index: &Index) -> bool {

@@ -148,7 +148,11 @@ impl Interner {
 }
 
 /// `Iterator::eq` for items borrowed for different lifetimes (its bound takes one type).
-fn same_items<A, B>(a: impl Iterator<Item = A>, mut b: impl Iterator<Item = B>, eq: impl Fn(A, B) -> bool) -> bool {
+pub(crate) fn same_items<A, B>(
+    a: impl Iterator<Item = A>,
+    mut b: impl Iterator<Item = B>,
+    eq: impl Fn(A, B) -> bool,
+) -> bool {
     for x in a {
         match b.next() {
             Some(y) => {

@@ -239,6 +239,75 @@ proptest! {
     }
 }
 
+/// A node drawn from a small vocabulary (see `daemon_pod_json`), NFD annotations included.
+fn node_json() -> impl Strategy<Value = serde_json::Value> {
+    (
+        (0..3usize, 0..4usize),
+        proptest::collection::vec((0..3usize, 0..2usize, 0..4usize, 0..3usize), 0..3),
+        (0..6usize, 0..4usize, 0..2usize),
+    )
+        .prop_map(|((name, labels), taints, (nfd_labels, nfd_taints, heartbeat))| {
+            let name = [json!(null), json!("n1"), json!("n2")][name].clone();
+            let labels = [json!(null), json!({"pool": "a"}), json!({"pool": "b"}), json!({"pool": "a", "feature.node.kubernetes.io/x": "true"})][labels].clone();
+            let taints: Vec<serde_json::Value> = taints
+                .into_iter()
+                .map(|(key, value, effect, added)| {
+                    json!({
+                        "key": (["k", "ToBeDeletedByClusterAutoscaler", "nfd/t"][key]),
+                        "value": ([json!(null), json!("1")][value].clone()),
+                        "effect": (["NoSchedule", "NoExecute", "PreferNoSchedule", "Other"][effect]),
+                        "timeAdded": ([json!(null), json!("2026-01-01T00:00:00Z"), json!("2026-01-01T00:00:01Z")][added].clone()),
+                    })
+                })
+                .collect();
+            let mut annotations = serde_json::Map::new();
+            if let Some(v) = [None, Some("x"), Some("x, cpu-cpuid.AVX512F"), Some("vendor.io/x,,x"), Some("feature.node.kubernetes.io/x"), Some("vendor.io/x")][nfd_labels] {
+                annotations.insert("nfd.node.kubernetes.io/feature-labels".into(), json!(v));
+            }
+            if let Some(v) = [None, Some("nfd/t=1:NoSchedule"), Some("nfd/t:NoExecute, other"), Some("")][nfd_taints] {
+                annotations.insert("nfd.node.kubernetes.io/taints".into(), json!(v));
+            }
+            json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": labels, "annotations": annotations},
+                "spec": {"taints": taints},
+                "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": (["2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"][heartbeat])}]}
+            })
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// As for pods: the allocation-free node check must say yes exactly when
+    /// converting the new node would give the cached one.
+    #[test]
+    fn unchanged_node_check_agrees_with_conversion(cached in node_json(), other in node_json(), change in 0..NODE_FIELDS.len() + 2) {
+        use misschedule_exporter::convert;
+        use misschedule_exporter::interner::Interner;
+        use misschedule_exporter::resources::NodeTaints;
+        let decoded = match NODE_FIELDS.get(change) {
+            Some(field) => {
+                let mut decoded = cached.clone();
+                *decoded.pointer_mut(field).unwrap() = other.pointer(field).unwrap().clone();
+                decoded
+            }
+            None if change == NODE_FIELDS.len() => cached.clone(),
+            None => other,
+        };
+        let cached: NodeTaints = serde_json::from_value(cached).unwrap();
+        let decoded: NodeTaints = serde_json::from_value(decoded).unwrap();
+        let mut interner = Interner::default();
+        let Ok(compact) = convert::node(&cached, &mut interner) else { return Ok(()) };
+        let converted = convert::node(&decoded, &mut interner);
+        prop_assert_eq!(convert::node_unchanged(&decoded, &compact), converted.as_ref() == Ok(&compact));
+    }
+}
+
+/// Every field `node_json` sets.
+const NODE_FIELDS: [&str; 5] =
+    ["/metadata/name", "/metadata/labels", "/metadata/annotations", "/spec/taints", "/status/conditions"];
+
 /// Every field `daemon_pod_json` sets.
 const FIELDS: [&str; 14] = [
     "/metadata/uid",
