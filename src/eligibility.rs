@@ -7,6 +7,7 @@
 //! taints. Everything here is pure and allocation-free on the hot path.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use crate::model::{
     LabelSelector, Node, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect,
@@ -65,6 +66,15 @@ impl Skip {
         match self {
             Skip::NodeName => "spec.nodeName",
             Skip::NodeSelector { key } | Skip::NodeAffinity { key } | Skip::Taint { key, .. } => key,
+        }
+    }
+
+    /// `key` as a shared string, for keying counts without allocating.
+    pub fn shared_key(&self) -> Str {
+        static NODE_NAME: LazyLock<Str> = LazyLock::new(|| Str::from("spec.nodeName"));
+        match self {
+            Skip::NodeName => NODE_NAME.clone(),
+            Skip::NodeSelector { key } | Skip::NodeAffinity { key } | Skip::Taint { key, .. } => key.clone(),
         }
     }
 

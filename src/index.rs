@@ -138,7 +138,7 @@ impl DaemonSetState {
             return false;
         }
         if let Some(old) = old {
-            let key = (old.reason(), Str::from(old.key()));
+            let key = (old.reason(), old.shared_key());
             if let Some(count) = self.skip_counts.get_mut(&key) {
                 *count -= 1;
                 if *count == 0 {
@@ -147,7 +147,7 @@ impl DaemonSetState {
             }
         }
         if let Some(new) = skip {
-            *self.skip_counts.entry((new.reason(), Str::from(new.key()))).or_default() += 1;
+            *self.skip_counts.entry((new.reason(), new.shared_key())).or_default() += 1;
         }
         true
     }

@@ -273,9 +273,7 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
         admin.nodes.create(&pp, &node_object(j)).await.unwrap();
     }
     for i in 0..nodes {
-        admin
-            .patch_node(&node_name(i), json!({"metadata": {"labels": {"pool": POOL}}, "spec": {"taints": []}}))
-            .await;
+        admin.patch_node(&node_name(i), json!({"metadata": {"labels": {"pool": POOL}}, "spec": {"taints": []}})).await;
     }
     admin.resync().await;
     let settled_in = settled(&admin, &exporter, Duration::from_secs(120)).await;
