@@ -3,7 +3,8 @@
 //!
 //! hyper is driven directly rather than through `axum::serve` so that every resource a
 //! client can hold is bounded: connections, time to send the headers, header size,
-//! request body size, handler time, TLS handshake time, and the shutdown grace period.
+//! request body size, handler time, TLS handshake time, how long a response may wait
+//! on a client that stopped reading, and the shutdown grace period.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -24,8 +25,10 @@ use bytes::Bytes;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio::time::Sleep;
 use tokio_rustls::TlsAcceptor;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
@@ -44,11 +47,86 @@ pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// No endpoint takes a body.
 pub const MAX_BODY_BYTES: usize = 4 * 1024;
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a response may make no progress because the client stopped reading.
+pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Prometheus' default scrape timeout.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long in-flight requests may take to finish after a shutdown signal; under the
 /// 5 s the chart's terminationGracePeriod and most supervisors allow before SIGKILL.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(4);
+
+/// A connection whose writes may not stall for longer than `WRITE_STALL_TIMEOUT`.
+/// hyper bounds reading a request, not writing a response: without this, a client
+/// that stops reading holds its connection slot (and the response text) for ever.
+struct StallGuard<S> {
+    inner: S,
+    /// Armed when a write finds the socket full; reset by any progress.
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S> StallGuard<S> {
+    fn new(inner: S) -> Self {
+        Self { inner, stalled: None }
+    }
+
+    /// After a write made no progress: wait for the socket, but not past the deadline.
+    fn stall<T>(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<T>> {
+        let deadline = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_STALL_TIMEOUT)));
+        match deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client read nothing of the response for too long",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progressed<T>(&mut self, result: Poll<std::io::Result<T>>, cx: &mut Context<'_>) -> Poll<std::io::Result<T>> {
+        match result {
+            Poll::Pending => self.stall(cx),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for StallGuard<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for StallGuard<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.progressed(result, cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.progressed(result, cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_flush(cx);
+        self.progressed(result, cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.progressed(result, cx)
+    }
+}
 
 #[derive(Clone)]
 struct AppState {
@@ -116,9 +194,11 @@ pub async fn serve(
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT).max_buf_size(MAX_HEADER_BYTES);
             let served = match tls {
-                None => watcher.watch(http.serve_connection(TokioIo::new(stream), service)).await,
+                None => watcher.watch(http.serve_connection(TokioIo::new(StallGuard::new(stream)), service)).await,
                 Some(acceptor) => match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(stream)) => watcher.watch(http.serve_connection(TokioIo::new(stream), service)).await,
+                    Ok(Ok(stream)) => {
+                        watcher.watch(http.serve_connection(TokioIo::new(StallGuard::new(stream)), service)).await
+                    }
                     Ok(Err(error)) => return tracing::debug!(%peer, %error, "TLS handshake failed"),
                     Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
                 },

@@ -339,6 +339,42 @@ fn large_snapshot(path: &Path, nodes: usize) {
     std::fs::write(path, serde_json::to_vec(&list).unwrap()).unwrap();
 }
 
+/// The length the response head announces, and where its body starts.
+fn content_length(response: &[u8]) -> (usize, usize) {
+    let text = String::from_utf8_lossy(response);
+    let body_start = text.find("\r\n\r\n").expect("a complete response head") + 4;
+    let length = text[..body_start]
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+        .expect("content-length");
+    (length, body_start)
+}
+
+#[test]
+fn a_client_that_stops_reading_is_cut_off() {
+    let dir = temp_dir("stall");
+    let snapshot = dir.join("large.json");
+    large_snapshot(&snapshot, 20_000);
+    let exporter = Exporter::start(&snapshot, &[]);
+    let port = exporter.port;
+
+    // Ask for a scrape far larger than the socket buffers, then read nothing for longer
+    // than the server waits on a full socket.
+    let mut stalled = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stalled.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_secs(13));
+    assert_eq!(http::get(port, "/healthz").map(|(s, _)| s), Some(200), "others are served meanwhile");
+
+    // What the buffers held still arrives; then the connection ends, short of the body.
+    stalled.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut received = Vec::new();
+    let _ = stalled.read_to_end(&mut received);
+    let (length, body_start) = content_length(&received);
+    assert!(length > 8 << 20, "the scrape ({length} bytes) must outsize the socket buffers");
+    let body = received.len() - body_start;
+    assert!(body < length, "the stalled response was not cut off: {body} of {length} bytes arrived");
+}
+
 #[test]
 fn sigterm_lets_an_in_flight_scrape_finish() {
     let dir = temp_dir("shutdown");
@@ -353,12 +389,9 @@ fn sigterm_lets_an_in_flight_scrape_finish() {
     scrape.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
     let mut head = [0u8; 4096];
     let read = scrape.read(&mut head).unwrap();
+    let (content_length, body_start) = content_length(&head[..read]);
     let head = String::from_utf8_lossy(&head[..read]).into_owned();
     assert_eq!(status_of(&head), Some(200), "{head}");
-    let content_length: usize = head
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
-        .expect("content-length");
     assert!(content_length > 8 << 20, "the scrape ({content_length} bytes) must outsize the socket buffers");
 
     exporter.terminate();
@@ -368,7 +401,6 @@ fn sigterm_lets_an_in_flight_scrape_finish() {
 
     let mut rest = Vec::new();
     scrape.read_to_end(&mut rest).expect("the in-flight scrape completes");
-    let body_start = head.find("\r\n\r\n").unwrap() + 4;
     assert_eq!(read - body_start + rest.len(), content_length, "the whole body arrived");
     assert!(String::from_utf8_lossy(&rest).ends_with("# EOF\n"));
 
