@@ -269,7 +269,6 @@ fn main() {
     let mut spent = Duration::ZERO;
     let mut nonce = 1u64;
     let slots: Vec<(usize, usize)> = shape.pod_slots().collect();
-    let decode_pod = |pod: &Pod| decoded::<DaemonPod>(pod);
     while applied < opts.events {
         let mut pods = Vec::with_capacity(EVENT_BATCH + 1);
         let mut nodes = Vec::with_capacity(EVENT_BATCH);
@@ -278,7 +277,7 @@ fn main() {
             let pick = (nonce.wrapping_mul(2_654_435_761) % slots.len() as u64) as usize;
             let (j, i) = slots[pick];
             match nonce % 100 {
-                0..=79 => pods.push(Event::Apply(decode_pod(&shape.pod(j, i, nonce)))),
+                0..=79 => pods.push(Event::Apply(decoded::<DaemonPod>(&shape.pod(j, i, nonce)))),
                 80..=89 => nodes.push(Event::Apply(decoded::<NodeTaints>(&shape.node(i)))),
                 90 => {
                     let mut node = shape.node(i);
@@ -297,8 +296,8 @@ fn main() {
                 }
                 _ => {
                     let pod = shape.pod(j, i, nonce);
-                    pods.push(Event::Delete(decode_pod(&pod)));
-                    pods.push(Event::Apply(decode_pod(&pod)));
+                    pods.push(Event::Delete(decoded::<DaemonPod>(&pod)));
+                    pods.push(Event::Apply(decoded::<DaemonPod>(&pod)));
                 }
             }
         }

@@ -11,10 +11,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use serde::Deserialize as _;
 
 use crate::eligibility::NODE_NAME_FIELD;
-use crate::interner::{Interner, same_items};
+use crate::interner::{Interner, is_own_placement, same_items};
 use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, LabelSelector, Node, NodeSelectorTerm, ObjectRef, Placement, Pod,
-    Requirement, Revision, SelectorOperator, Taint, TaintEffect, Toleration,
+    Requirement, Revision, SelectorOperator, Taint, TaintEffect,
 };
 use crate::resources::{DaemonPod, NodeTaints, PlacementSpec, PodPlacement};
 
@@ -197,7 +197,6 @@ pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError
 pub fn pod_unchanged(decoded: &DaemonPod, cached: &Pod) -> bool {
     let meta = &decoded.metadata;
     let spec = decoded.spec.as_ref();
-    let placement = &*cached.own_placement;
     let owner = controller_of_kind(meta.owner_references.as_deref(), "DaemonSet");
     meta.uid.as_deref() == Some(&*cached.uid)
         && meta.name.as_deref() == Some(&*cached.id.name)
@@ -206,12 +205,7 @@ pub fn pod_unchanged(decoded: &DaemonPod, cached: &Pod) -> bool {
         // The revision hash is one of the labels.
         && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
         && spec.and_then(target_node_name) == cached.target_node.as_deref()
-        && same_pairs(spec.and_then(|s| s.node_selector()).into_iter().flatten(), placement.node_selector.iter().map(|(k, v)| (k, v)))
-        && spec.into_iter().flat_map(|s| s.tolerations()).eq(placement
-            .tolerations
-            .iter()
-            .map(|t| (&*t.key, t.operator, &*t.value, t.effect)))
-        && spec.is_some_and(|s| s.host_network()) == placement.host_network
+        && is_own_placement(&cached.own_placement, spec)
         && meta.creation_timestamp.as_ref().map(seconds) == cached.created
         && deletion(meta) == cached.deletion
 }
@@ -261,27 +255,12 @@ fn placement_from_template(template: Option<&PodTemplateSpec>, interner: &mut In
         .map(|sel| sel.node_selector_terms.iter().map(|t| term(t, interner)).collect());
     let placement = Placement {
         node_name: spec.node_name.as_deref().filter(|n| !n.is_empty()).map(|n| interner.str(n)),
-        node_selector: node_selector(spec, interner),
+        node_selector: interner.pairs(spec.node_selector()),
         required_terms,
-        tolerations: tolerations(spec, interner),
+        tolerations: interner.tolerations(spec.tolerations()),
         host_network: spec.host_network(),
     };
     interner.placement(placement)
-}
-
-fn node_selector(spec: &impl PlacementSpec, interner: &mut Interner) -> Vec<(crate::model::Str, crate::model::Str)> {
-    spec.node_selector().into_iter().flatten().map(|(k, v)| (interner.str(k), interner.str(v))).collect()
-}
-
-fn tolerations(spec: &impl PlacementSpec, interner: &mut Interner) -> Vec<Toleration> {
-    spec.tolerations()
-        .map(|(key, operator, value, effect)| Toleration {
-            key: interner.str(key),
-            operator,
-            value: interner.str(value),
-            effect,
-        })
-        .collect()
 }
 
 fn term(term: &K8sTerm, interner: &mut Interner) -> NodeSelectorTerm {

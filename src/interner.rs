@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 
-use crate::model::{FastSet, Labels, NodeSelectorTerm, Placement, Str};
-use crate::resources::{PlacementSpec, TolerationParts};
+use crate::model::{FastSet, Labels, NodeSelectorTerm, Placement, Str, Toleration, TolerationParts};
+use crate::resources::PlacementSpec;
 
 /// Interned values are dropped by `collect_garbage` once only the interner holds them.
 ///
@@ -81,39 +81,37 @@ impl Interner {
     /// The shared placement of a pod's own spec (no nodeName, no required terms: the
     /// controller rewrites those), looked up before anything is built.
     pub fn own_placement(&mut self, spec: Option<&impl PlacementSpec>) -> Arc<Placement> {
-        let selector = || spec.and_then(|s| s.node_selector()).into_iter().flatten().map(|(k, v)| (&**k, &**v));
+        let selector = || spec.into_iter().flat_map(|s| s.node_selector());
         let tolerations = || spec.into_iter().flat_map(|s| s.tolerations());
         let host_network = spec.is_some_and(|s| s.host_network());
         let hash = hash_parts(&self.hasher, None, None, selector(), tolerations(), host_network);
-        let same = |p: &Arc<Placement>| {
-            p.node_name.is_none()
-                && p.required_terms.is_none()
-                && p.host_network == host_network
-                && same_items(p.node_selector.iter().map(|(k, v)| (&**k, &**v)), selector(), |a, b| a == b)
-                && same_items(
-                    p.tolerations.iter().map(|t| (&*t.key, t.operator, &*t.value, t.effect)),
-                    tolerations(),
-                    |a, b| a == b,
-                )
-        };
-        if let Some(existing) = self.placements.find(hash, same) {
+        if let Some(existing) = self.placements.find(hash, |p| is_own_placement(p, spec)) {
             return existing.clone();
         }
         let placement = Placement {
             node_name: None,
-            node_selector: selector().map(|(k, v)| (self.str(k), self.str(v))).collect(),
+            node_selector: self.pairs(selector()),
             required_terms: None,
-            tolerations: tolerations()
-                .map(|(key, operator, value, effect)| crate::model::Toleration {
-                    key: self.str(key),
-                    operator,
-                    value: self.str(value),
-                    effect,
-                })
-                .collect(),
+            tolerations: self.tolerations(tolerations()),
             host_network,
         };
         self.insert_placement(hash, Arc::new(placement))
+    }
+
+    /// Shared strings for a sorted list of pairs (a nodeSelector).
+    pub fn pairs<'a>(&mut self, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(Str, Str)> {
+        pairs.map(|(k, v)| (self.str(k), self.str(v))).collect()
+    }
+
+    pub fn tolerations<'a>(&mut self, parts: impl Iterator<Item = TolerationParts<'a>>) -> Vec<Toleration> {
+        parts
+            .map(|(key, operator, value, effect)| Toleration {
+                key: self.str(key),
+                operator,
+                value: self.str(value),
+                effect,
+            })
+            .collect()
     }
 
     fn insert_placement(&mut self, hash: u64, placement: Arc<Placement>) -> Arc<Placement> {
@@ -147,6 +145,23 @@ impl Interner {
     }
 }
 
+/// Whether `placement` is what `Interner::own_placement` makes of `spec`.
+pub fn is_own_placement(placement: &Placement, spec: Option<&impl PlacementSpec>) -> bool {
+    placement.node_name.is_none()
+        && placement.required_terms.is_none()
+        && placement.host_network == spec.is_some_and(|s| s.host_network())
+        && same_items(
+            placement.node_selector.iter().map(|(k, v)| (&**k, &**v)),
+            spec.into_iter().flat_map(|s| s.node_selector()),
+            |a, b| a == b,
+        )
+        && same_items(
+            placement.tolerations.iter().map(Toleration::parts),
+            spec.into_iter().flat_map(|s| s.tolerations()),
+            |a, b| a == b,
+        )
+}
+
 /// `Iterator::eq` for items borrowed for different lifetimes (its bound takes one type).
 pub(crate) fn same_items<A, B>(
     a: impl Iterator<Item = A>,
@@ -178,7 +193,7 @@ fn hash_placement(hasher: &impl BuildHasher, p: &Placement) -> u64 {
         p.node_name.as_deref(),
         p.required_terms.as_deref(),
         p.node_selector.iter().map(|(k, v)| (&**k, &**v)),
-        p.tolerations.iter().map(|t| (&*t.key, t.operator, &*t.value, t.effect)),
+        p.tolerations.iter().map(Toleration::parts),
         p.host_network,
     )
 }

@@ -77,6 +77,9 @@ impl TolerationOperator {
     }
 }
 
+/// A toleration as the model reads it: (key, operator, value, effect).
+pub type TolerationParts<'a> = (&'a str, TolerationOperator, &'a str, Option<TaintEffect>);
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Toleration {
     /// Empty means "every key" (valid only with `Exists`).
@@ -85,6 +88,12 @@ pub struct Toleration {
     pub value: Str,
     /// `None` means "every effect".
     pub effect: Option<TaintEffect>,
+}
+
+impl Toleration {
+    pub fn parts(&self) -> TolerationParts<'_> {
+        (&self.key, self.operator, &self.value, self.effect)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -17,7 +17,7 @@ use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::model::{TaintEffect, TolerationOperator};
+use crate::model::{TaintEffect, TolerationOperator, TolerationParts};
 
 /// The metadata fields the exporter (and the watcher, for resourceVersion) uses.
 #[derive(Deserialize)]
@@ -52,12 +52,10 @@ fn slim_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D
     })
 }
 
-/// A toleration as the model reads it: (key, operator, value, effect).
-pub type TolerationParts<'a> = (&'a str, TolerationOperator, &'a str, Option<TaintEffect>);
-
 /// The placement fields a pod and a pod template share, read the same way for both.
 pub trait PlacementSpec {
-    fn node_selector(&self) -> Option<&BTreeMap<String, String>>;
+    /// The nodeSelector's pairs, sorted by key.
+    fn node_selector(&self) -> impl Iterator<Item = (&str, &str)>;
     fn tolerations(&self) -> impl Iterator<Item = TolerationParts<'_>>;
     fn host_network(&self) -> bool;
 }
@@ -165,8 +163,8 @@ impl PodPlacement {
 }
 
 impl PlacementSpec for PodPlacement {
-    fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
-        self.node_selector.as_ref()
+    fn node_selector(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.node_selector.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()))
     }
     fn tolerations(&self) -> impl Iterator<Item = TolerationParts<'_>> {
         self.tolerations.iter().flatten().map(|t| {
@@ -179,8 +177,8 @@ impl PlacementSpec for PodPlacement {
 }
 
 impl PlacementSpec for PodSpec {
-    fn node_selector(&self) -> Option<&BTreeMap<String, String>> {
-        self.node_selector.as_ref()
+    fn node_selector(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.node_selector.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()))
     }
     fn tolerations(&self) -> impl Iterator<Item = TolerationParts<'_>> {
         self.tolerations.iter().flatten().map(|t| {

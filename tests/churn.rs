@@ -39,11 +39,11 @@ fn node_object(i: usize) -> Node {
     serde_json::from_value(json!({"metadata": {"name": node_name(i), "labels": {"pool": POOL}}})).unwrap()
 }
 
-/// Even DaemonSets select `pool=a`, odd ones have no selector: at the start every
+/// Even DaemonSets select `POOL`, odd ones have no selector: at the start every
 /// DaemonSet runs on every node.
 fn daemonset_object(i: usize) -> DaemonSet {
     let name = format!("ds-{i:02}");
-    let selector = if i.is_multiple_of(2) { json!({"pool": "a"}) } else { json!({}) };
+    let selector = if i.is_multiple_of(2) { json!({"pool": POOL}) } else { json!({}) };
     serde_json::from_value(json!({
         "metadata": {"name": name},
         "spec": {"selector": {"matchLabels": {"app": name}},
