@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hash, Hasher};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -147,38 +148,35 @@ impl Interner {
 
 /// Whether `placement` is what `Interner::own_placement` makes of `spec`.
 pub fn is_own_placement(placement: &Placement, spec: Option<&impl PlacementSpec>) -> bool {
-    placement.node_name.is_none()
-        && placement.required_terms.is_none()
-        && placement.host_network == spec.is_some_and(|s| s.host_network())
-        && same_items(
-            placement.node_selector.iter().map(|(k, v)| (&**k, &**v)),
-            spec.into_iter().flat_map(|s| s.node_selector()),
-            |a, b| a == b,
-        )
-        && same_items(
-            placement.tolerations.iter().map(Toleration::parts),
-            spec.into_iter().flat_map(|s| s.tolerations()),
-            |a, b| a == b,
-        )
+    if placement.node_name.is_some() || placement.required_terms.is_some() {
+        return false;
+    }
+    let Some(spec) = spec else {
+        return !placement.host_network && placement.node_selector.is_empty() && placement.tolerations.is_empty();
+    };
+    placement.host_network == spec.host_network()
+        && same_items(spec.node_selector(), placement.node_selector.iter().map(|(k, v)| (&**k, &**v)), |a, b| a == b)
+        && same_items(spec.tolerations(), placement.tolerations.iter().map(Toleration::parts), |a, b| a == b)
 }
 
 /// `Iterator::eq` for items borrowed for different lifetimes (its bound takes one type).
+/// Like it, `a` is walked internally (`try_for_each`): pass the nested iterator there.
 pub(crate) fn same_items<A, B>(
-    a: impl Iterator<Item = A>,
+    mut a: impl Iterator<Item = A>,
     mut b: impl Iterator<Item = B>,
     eq: impl Fn(A, B) -> bool,
 ) -> bool {
-    for x in a {
-        match b.next() {
-            Some(y) => {
-                if !eq(x, y) {
-                    return false;
-                }
+    let all_equal = a.try_for_each(|x| match b.next() {
+        Some(y) => {
+            if eq(x, y) {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
             }
-            None => return false,
         }
-    }
-    b.next().is_none()
+        None => ControlFlow::Break(()),
+    });
+    all_equal.is_continue() && b.next().is_none()
 }
 
 fn hash_pairs<'a>(hasher: &impl BuildHasher, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
