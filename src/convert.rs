@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 
 use serde::Deserialize as _;
 
-use crate::eligibility::NODE_NAME_FIELD;
+use crate::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
 use crate::interner::{Interner, is_own_placement, same_items};
 use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, LabelSelector, Node, NodeSelectorTerm, ObjectRef, Placement, Pod,
@@ -145,7 +145,7 @@ pub fn daemonset(ds: &K8sDaemonSet, interner: &mut Interner) -> Result<DaemonSet
         number_misscheduled: s.number_misscheduled.into(),
         desired_number_scheduled: s.desired_number_scheduled.into(),
     });
-    Ok(DaemonSet { uid, id, selector, template, status })
+    Ok(DaemonSet { uid, id, selector, template, status, deleting: meta.deletion_timestamp.is_some() })
 }
 
 pub fn revision(rev: &ControllerRevision, interner: &mut Interner) -> Result<Revision, ConvertError> {
@@ -171,8 +171,7 @@ pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError
     let meta = &pod.metadata;
     let id = object_ref("Pod", meta, interner)?;
     let uid = Arc::from(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
-    let controller_uid =
-        controller_of_kind(meta.owner_references.as_deref(), "DaemonSet").map(|o| interner.str(&o.uid));
+    let controller_uid = controller(meta.owner_references.as_deref()).map(|o| interner.str(&o.uid));
     let labels = interner.labels(meta.labels.iter().flatten());
     let revision_hash = labels.get(REVISION_HASH_LABEL).cloned();
     let spec = pod.spec.as_ref();
@@ -188,6 +187,7 @@ pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError
         own_placement: interner.own_placement(spec),
         created: meta.creation_timestamp.as_ref().map(seconds),
         deletion: deletion(meta),
+        terminal: pod.is_terminal(),
     })
 }
 
@@ -197,7 +197,7 @@ pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError
 pub fn pod_unchanged(decoded: &DaemonPod, cached: &Pod) -> bool {
     let meta = &decoded.metadata;
     let spec = decoded.spec.as_ref();
-    let owner = controller_of_kind(meta.owner_references.as_deref(), "DaemonSet");
+    let owner = controller(meta.owner_references.as_deref());
     meta.uid.as_deref() == Some(&*cached.uid)
         && meta.name.as_deref() == Some(&*cached.id.name)
         && meta.namespace.as_deref() == Some(&*cached.id.namespace)
@@ -208,6 +208,7 @@ pub fn pod_unchanged(decoded: &DaemonPod, cached: &Pod) -> bool {
         && is_own_placement(&cached.own_placement, spec)
         && meta.creation_timestamp.as_ref().map(seconds) == cached.created
         && deletion(meta) == cached.deletion
+        && decoded.is_terminal() == cached.terminal
 }
 
 fn same_pairs<'a>(
@@ -237,6 +238,11 @@ pub fn target_node_name(spec: &PodPlacement) -> Option<&str> {
         Some([only]) => Some(only),
         _ => None,
     }
+}
+
+/// `metav1.GetControllerOf`: the first ownerReference marked as controller, of any kind.
+fn controller(owners: Option<&[OwnerReference]>) -> Option<&OwnerReference> {
+    owners?.iter().find(|o| o.controller == Some(true))
 }
 
 fn controller_of_kind<'a>(owners: Option<&'a [OwnerReference]>, kind: &str) -> Option<&'a OwnerReference> {
@@ -277,8 +283,8 @@ fn term(term: &K8sTerm, interner: &mut Interner) -> NodeSelectorTerm {
     NodeSelectorTerm { match_expressions: reqs(&term.match_expressions), match_fields: reqs(&term.match_fields) }
 }
 
-/// `metav1.LabelSelectorAsSelector`: a missing selector, or one the API would
-/// reject, selects nothing; an empty one selects everything.
+/// `metav1.LabelSelectorAsSelector`: a missing selector, or one `labels.NewRequirement`
+/// rejects, selects nothing; an empty one selects everything.
 fn label_selector(selector: Option<&K8sLabelSelector>, interner: &mut Interner) -> LabelSelector {
     let Some(selector) = selector else { return LabelSelector::Nothing };
     let mut reqs: Vec<Requirement> = selector
@@ -296,15 +302,11 @@ fn label_selector(selector: Option<&K8sLabelSelector>, interner: &mut Interner) 
             op @ ("In" | "NotIn" | "Exists" | "DoesNotExist") => SelectorOperator::parse(op),
             _ => return LabelSelector::Nothing,
         };
-        let values: Vec<_> = expr.values.iter().flatten().map(|v| interner.str(v)).collect();
-        let valid = match operator {
-            SelectorOperator::In | SelectorOperator::NotIn => !values.is_empty(),
-            _ => values.is_empty(),
-        };
-        if !valid {
-            return LabelSelector::Nothing;
-        }
+        let values = expr.values.iter().flatten().map(|v| interner.str(v)).collect();
         reqs.push(Requirement { key: interner.str(&expr.key), operator, values });
+    }
+    if !reqs.iter().all(label_requirement_is_valid) {
+        return LabelSelector::Nothing;
     }
     LabelSelector::Requirements(reqs)
 }

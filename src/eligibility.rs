@@ -13,6 +13,7 @@ use crate::model::{
     LabelSelector, Node, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect,
     Toleration, TolerationOperator,
 };
+use crate::validation::{is_label_value, is_qualified_name};
 
 /// The only field `matchFields` may name.
 pub const NODE_NAME_FIELD: &str = "metadata.name";
@@ -192,28 +193,27 @@ fn first_failing_requirement<'a>(term: &'a NodeSelectorTerm, node: &Node) -> Opt
         .map(|r| &r.key)
 }
 
-/// `labels.NewRequirement`'s value-count and integer checks.
-fn label_requirement_is_valid(r: &Requirement) -> bool {
-    match r.operator {
+/// `labels.NewRequirement`: a qualified key, values that are label values, and the
+/// value count its operator needs (`Gt`/`Lt`: one 64-bit integer).
+pub fn label_requirement_is_valid(r: &Requirement) -> bool {
+    let arity = match r.operator {
         SelectorOperator::In | SelectorOperator::NotIn => !r.values.is_empty(),
         SelectorOperator::Exists | SelectorOperator::DoesNotExist => r.values.is_empty(),
         SelectorOperator::Gt | SelectorOperator::Lt => r.values.len() == 1 && r.values[0].parse::<i64>().is_ok(),
         SelectorOperator::Invalid => false,
-    }
+    };
+    arity && is_qualified_name(&r.key) && r.values.iter().all(|v| is_label_value(v))
 }
 
-/// `matchFields` supports only `metadata.name` with `In`/`NotIn` and one value.
+/// `matchFields` become a field selector: `In`/`NotIn` with exactly one value. The key
+/// is not checked there; a field the node does not have reads as empty.
 fn field_requirement_is_valid(r: &Requirement) -> bool {
-    *r.key == *NODE_NAME_FIELD
-        && matches!(r.operator, SelectorOperator::In | SelectorOperator::NotIn)
-        && r.values.len() == 1
+    matches!(r.operator, SelectorOperator::In | SelectorOperator::NotIn) && r.values.len() == 1
 }
 
 /// One `matchExpressions` requirement against a node's labels (`labels.Requirement.Matches`).
+/// The caller checks validity first ([`label_requirement_is_valid`]).
 pub fn label_requirement_matches(r: &Requirement, labels: &BTreeMap<Str, Str>) -> bool {
-    if !label_requirement_is_valid(r) {
-        return false;
-    }
     let value = labels.get(&r.key);
     match r.operator {
         SelectorOperator::In => value.is_some_and(|v| r.values.contains(v)),
@@ -221,25 +221,28 @@ pub fn label_requirement_matches(r: &Requirement, labels: &BTreeMap<Str, Str>) -
         SelectorOperator::Exists => value.is_some(),
         SelectorOperator::DoesNotExist => value.is_none(),
         SelectorOperator::Gt | SelectorOperator::Lt => {
-            let (Some(actual), Ok(bound)) = (value.and_then(|v| v.parse::<i64>().ok()), r.values[0].parse::<i64>())
-            else {
-                return false;
-            };
+            let actual = value.and_then(|v| v.parse::<i64>().ok());
+            let bound = r.values.first().and_then(|b| b.parse::<i64>().ok());
+            let (Some(actual), Some(bound)) = (actual, bound) else { return false };
             if r.operator == SelectorOperator::Gt { actual > bound } else { actual < bound }
         }
         SelectorOperator::Invalid => false,
     }
 }
 
+/// The node's fields as a field selector sees them: only `metadata.name` is set. A node
+/// without a name has no fields, and then `matchFields` are not checked at all.
 fn field_requirement_matches(r: &Requirement, node_name: &str) -> bool {
-    field_requirement_is_valid(r)
-        && match r.operator {
-            SelectorOperator::In => *r.values[0] == *node_name,
-            _ => *r.values[0] != *node_name,
-        }
+    if node_name.is_empty() {
+        return true;
+    }
+    let field = if *r.key == *NODE_NAME_FIELD { node_name } else { "" };
+    let equal = r.values.first().is_some_and(|v| **v == *field);
+    if r.operator == SelectorOperator::In { equal } else { !equal }
 }
 
-/// A DaemonSet's label selector against a pod's labels (claiming).
+/// A DaemonSet's label selector against a pod's labels (claiming). Conversion has
+/// already turned an invalid selector into `Nothing`.
 pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<Str, Str>) -> bool {
     match selector {
         LabelSelector::Nothing => false,

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::index::Index;
-use crate::model::Timestamp;
+use crate::model::{Pod, Timestamp};
 use crate::reason::Reason;
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, no
                 pod: p.pod.id.name.to_string(),
                 node: p.node.to_string(),
                 reason: reason.as_str(),
-                fix: suggested_fix(reason, &key, p.node),
+                fix: fix_for(p.pod, reason, &key, p.node),
                 key,
                 since: rfc3339(p.since),
                 age_seconds: (now - p.since).max(0),
@@ -74,6 +74,17 @@ pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, no
         }
     }
     out
+}
+
+/// The fix, said of an orphan too: it counts because the controller adopts it.
+fn fix_for(pod: &Pod, reason: Reason, key: &str, node: &str) -> String {
+    let fix = suggested_fix(reason, key, node);
+    if pod.controller_uid.is_some() {
+        return fix;
+    }
+    format!(
+        "orphan pod (no controller): the DaemonSet controller will adopt it at its next sync, which is why it counts; {fix}"
+    )
 }
 
 /// One line an operator can act on.

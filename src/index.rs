@@ -182,8 +182,15 @@ pub struct Index {
     revisions: Store<Revision>,
     pods: Store<Pod>,
     state: FastMap<Str, DaemonSetState>,
-    /// Pods by the DaemonSet UID of their controller ownerReference, claimed or not.
+    /// Pods by the UID of their controller ownerReference, claimed or not.
     owned_pods: FastMap<Str, FastSet<Str>>,
+    /// Orphans a DaemonSet may adopt (no controller, not terminating), by namespace.
+    orphans: FastMap<Str, FastSet<Str>>,
+    /// Orphan → the one DaemonSet that adopts it, and so counts it, in its next sync.
+    adopted_by: FastMap<Str, Str>,
+    /// Orphans that several DaemonSets select: which one adopts it is a race, so none
+    /// counts it. Kept so that each is logged once.
+    contested: FastSet<Str>,
     /// (owner UID, controller-revision-hash) → revision UID.
     revision_by_hash: FastMap<(Str, Str), Str>,
     /// Bumped by every change that can alter what the index reports; readers cache on it.
@@ -369,8 +376,12 @@ impl Index {
         self.generation += 1;
         let selector_changed = old.is_none_or(|o| o.selector != ds.selector);
         let template_changed = old.is_none_or(|o| o.template != ds.template);
-        let since = self.since();
-        let state = self.state.entry(ds.uid.clone()).or_default();
+        // Who may adopt orphans changed: a new DaemonSet, a new selector, or a delete begun.
+        let adopters_changed = selector_changed || old.is_none_or(|o| o.deleting != ds.deleting);
+        let (uid, namespace) = (ds.uid.clone(), ds.id.namespace.clone());
+        self.daemonsets.objects.insert(uid.clone(), ds);
+        let ds = &self.daemonsets.objects[&uid];
+        let state = self.state.entry(uid.clone()).or_default();
         if template_changed {
             for node in self.nodes.objects.values() {
                 state.set_skip(&node.name, should_run(node, &ds.template));
@@ -378,29 +389,39 @@ impl Index {
         }
         if selector_changed {
             state.claimed.clear();
-            for pod_uid in self.owned_pods.get(&ds.uid).into_iter().flatten() {
+            for pod_uid in self.owned_pods.get(&uid).into_iter().flatten() {
                 if let Some(pod) = self.pods.objects.get(pod_uid)
-                    && let Some(node) = claimed_node(&ds, pod)
+                    && let Some(node) = counted_node(ds, pod)
                 {
                     state.claimed.entry(node.clone()).or_default().push(pod.uid.clone());
                 }
             }
         }
+        // Re-adopt before refreshing, so that a node whose adopted pod stays adopted keeps
+        // the moment it became misscheduled.
+        let readopted = if adopters_changed { self.readopt(&namespace) } else { Vec::new() };
         if template_changed || selector_changed {
+            let since = self.since();
             let nodes = &self.nodes.objects;
-            let candidates: FastSet<Str> = state.claimed.keys().chain(state.misscheduled.keys()).cloned().collect();
-            for node in candidates {
-                state.refresh(&node, nodes.contains_key(&node), since);
+            if let Some(state) = self.state.get_mut(&uid) {
+                let candidates: FastSet<Str> = state.claimed.keys().chain(state.misscheduled.keys()).cloned().collect();
+                for node in candidates {
+                    state.refresh(&node, nodes.contains_key(&node), since);
+                }
             }
         }
-        self.daemonsets.objects.insert(ds.uid.clone(), ds);
+        self.refresh_touched(readopted);
     }
 
     fn remove_daemonset(&mut self, uid: &str) {
-        if self.daemonsets.objects.remove(uid).is_some() {
-            self.generation += 1;
-        }
+        let Some(ds) = self.daemonsets.objects.remove(uid) else {
+            self.state.remove(uid);
+            return;
+        };
+        self.generation += 1;
         self.state.remove(uid);
+        let readopted = self.readopt(&ds.id.namespace);
+        self.refresh_touched(readopted);
     }
 
     // --- pods ----------------------------------------------------------------
@@ -422,36 +443,97 @@ impl Index {
     fn remove_pod(&mut self, uid: &str) {
         let Some(pod) = self.pods.objects.remove(uid) else { return };
         self.generation += 1;
+        self.contested.remove(uid);
         let touched = self.unclaim(&pod);
         self.refresh_touched(touched);
     }
 
-    /// Records ownership and the claim; returns the (DaemonSet, node) whose claim set grew.
+    /// Records ownership (or adoption) and the claim; returns the (DaemonSet, node)
+    /// whose claim set grew.
     fn claim(&mut self, pod: &Pod) -> Option<(Str, Str)> {
-        let owner = pod.controller_uid.as_ref()?;
-        self.owned_pods.entry(owner.clone()).or_default().insert(pod.uid.clone());
-        let node = claimed_node(self.daemonsets.objects.get(owner)?, pod)?;
-        let state = self.state.entry(owner.clone()).or_default();
+        let claimant = match &pod.controller_uid {
+            Some(owner) => {
+                self.owned_pods.entry(owner.clone()).or_default().insert(pod.uid.clone());
+                owner.clone()
+            }
+            // Terminating orphans are never adopted.
+            None if pod.deletion.is_some() => return None,
+            None => {
+                self.orphans.entry(pod.id.namespace.clone()).or_default().insert(pod.uid.clone());
+                let adopter = self.adopter(pod)?;
+                self.adopted_by.insert(pod.uid.clone(), adopter.clone());
+                adopter
+            }
+        };
+        let node = counted_node(self.daemonsets.objects.get(&claimant)?, pod)?;
+        let state = self.state.entry(claimant.clone()).or_default();
         state.claimed.entry(node.clone()).or_default().push(pod.uid.clone());
-        Some((owner.clone(), node.clone()))
+        Some((claimant, node.clone()))
     }
 
     /// Undoes `claim`; returns the (DaemonSet, node) whose claim set shrank.
     fn unclaim(&mut self, pod: &Pod) -> Option<(Str, Str)> {
-        let owner = pod.controller_uid.as_ref()?;
-        if let Some(owned) = self.owned_pods.get_mut(owner) {
-            owned.remove(&pod.uid);
-            if owned.is_empty() {
-                self.owned_pods.remove(owner);
+        let claimant = match &pod.controller_uid {
+            Some(owner) => {
+                if let Some(owned) = self.owned_pods.get_mut(owner) {
+                    owned.remove(&pod.uid);
+                    if owned.is_empty() {
+                        self.owned_pods.remove(owner);
+                    }
+                }
+                owner.clone()
             }
-        }
+            None => {
+                if let Some(orphans) = self.orphans.get_mut(&pod.id.namespace) {
+                    orphans.remove(&pod.uid);
+                    if orphans.is_empty() {
+                        self.orphans.remove(&pod.id.namespace);
+                    }
+                }
+                self.adopted_by.remove(&pod.uid)?
+            }
+        };
         let node = pod.target_node.as_ref()?;
-        let pods = self.state.get_mut(owner)?.claimed.get_mut(node)?;
+        let state = self.state.get_mut(&claimant)?;
+        let pods = state.claimed.get_mut(node)?;
         pods.retain(|uid| *uid != pod.uid);
         if pods.is_empty() {
-            self.state.get_mut(owner)?.claimed.remove(node);
+            state.claimed.remove(node);
         }
-        Some((owner.clone(), node.clone()))
+        Some((claimant, node.clone()))
+    }
+
+    /// `ClaimPods` adopts an orphan into the DaemonSet being synced. When exactly one live
+    /// DaemonSet in its namespace selects it, that one adopts it; when several do, it
+    /// depends on which syncs first, so no count includes it.
+    fn adopter(&mut self, pod: &Pod) -> Option<Str> {
+        let mut selecting = self.daemonsets.objects.values().filter(|ds| {
+            !ds.deleting && ds.id.namespace == pod.id.namespace && selector_matches(&ds.selector, &pod.labels)
+        });
+        let first = selecting.next()?;
+        let Some(second) = selecting.next() else { return Some(first.uid.clone()) };
+        if self.contested.insert(pod.uid.clone()) {
+            tracing::warn!(
+                namespace = %pod.id.namespace,
+                pod = %pod.id.name,
+                daemonsets = %format_args!("{}, {}", first.id.name, second.id.name),
+                "orphan pod selected by more than one DaemonSet: the first to sync adopts it, so no count includes it until then"
+            );
+        }
+        None
+    }
+
+    /// Re-decides every orphan in `namespace` after its DaemonSets changed; returns the
+    /// (DaemonSet, node) pairs to refresh.
+    fn readopt(&mut self, namespace: &Str) -> Vec<(Str, Str)> {
+        let Some(orphans) = self.orphans.get(namespace) else { return Vec::new() };
+        let orphans: Vec<Pod> = orphans.iter().filter_map(|uid| self.pods.objects.get(uid)).cloned().collect();
+        let mut touched = Vec::new();
+        for pod in orphans {
+            touched.extend(self.unclaim(&pod));
+            touched.extend(self.claim(&pod));
+        }
+        touched
     }
 
     fn refresh_touched(&mut self, touched: impl IntoIterator<Item = (Str, Str)>) {
@@ -490,12 +572,14 @@ impl Index {
 
     // --- reading -------------------------------------------------------------
 
-    /// DaemonSets sorted by namespace and name.
+    /// DaemonSets sorted by namespace and name. One being deleted has no status (the
+    /// controller stops syncing it) and its pods are being collected: it is left out.
     pub fn daemonsets(&self) -> Vec<DaemonSetView<'_>> {
         let mut views: Vec<_> = self
             .daemonsets
             .objects
             .values()
+            .filter(|ds| !ds.deleting)
             .filter_map(|ds| Some(DaemonSetView { index: self, ds, state: self.state.get(&ds.uid)? }))
             .collect();
         views.sort_by(|a, b| a.ds.id.cmp(&b.ds.id));
@@ -508,10 +592,11 @@ impl Index {
     }
 }
 
-/// Claiming: the pod's controller is this DaemonSet, the selector still matches,
-/// and the pod names a target node.
-fn claimed_node<'p>(ds: &DaemonSet, pod: &'p Pod) -> Option<&'p Str> {
-    if pod.controller_uid.as_ref() != Some(&ds.uid) || !selector_matches(&ds.selector, &pod.labels) {
+/// The node a pod this DaemonSet owns (or adopts) counts on: the selector still matches
+/// (else `ClaimPods` releases it), the status sync does not skip it, and it names a
+/// target node.
+fn counted_node<'p>(ds: &DaemonSet, pod: &'p Pod) -> Option<&'p Str> {
+    if !selector_matches(&ds.selector, &pod.labels) || !pod.counts_for_status() {
         return None;
     }
     pod.target_node.as_ref()

@@ -17,4 +17,5 @@ pub mod resources;
 pub mod server;
 pub mod snapshot;
 pub mod tls;
+pub mod validation;
 pub mod watch;

@@ -318,7 +318,7 @@ fn warn_on_status_disagreement(index: &Index) {
                 daemonset = %format!("{}/{}", view.ds.id.namespace, view.ds.id.name),
                 status_number_misscheduled = status.number_misscheduled,
                 exporter = ours,
-                "misscheduled count disagrees with the DaemonSet status (a stale status after a node deletion explains a higher status count)"
+                "misscheduled count disagrees with the DaemonSet status; the status lags the objects (higher after a node is deleted, lower on 1.33+ after a NoSchedule taint such as a drain): see docs/controller-semantics.md"
             );
         }
     }

@@ -182,6 +182,8 @@ pub struct DaemonSet {
     pub template: Arc<Placement>,
     /// What the controller last wrote, if it wrote anything.
     pub status: Option<DaemonSetStatus>,
+    /// `deletionTimestamp` is set: the controller no longer syncs it (no status, no adoption).
+    pub deleting: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,7 +196,8 @@ pub struct DaemonSetStatus {
 pub struct Pod {
     pub uid: Str,
     pub id: ObjectRef,
-    /// UID of the DaemonSet named by the pod's controller ownerReference.
+    /// UID of the pod's controller ownerReference, whatever its kind: claiming compares
+    /// UIDs only. `None` makes the pod an orphan that a DaemonSet may adopt.
     pub controller_uid: Option<Str>,
     pub labels: Labels,
     /// `spec.nodeName`, else the controller's `matchFields metadata.name` term.
@@ -206,6 +209,16 @@ pub struct Pod {
     pub own_placement: Arc<Placement>,
     pub created: Option<Timestamp>,
     pub deletion: Option<Deletion>,
+    /// `status.phase` is Failed or Succeeded.
+    pub terminal: bool,
+}
+
+impl Pod {
+    /// Since 1.28 (1.26/1.27 patches) the status sync skips pods that are both terminal
+    /// and deleted (`includeDeletedTerminal=false`); 1.20-1.25 counted them.
+    pub fn counts_for_status(&self) -> bool {
+        !(self.terminal && self.deletion.is_some())
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

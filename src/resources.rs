@@ -1,6 +1,6 @@
 //! The shapes the exporter watches: Pods and Nodes with only the fields
 //! classification reads. serde skips everything else while parsing (containers,
-//! status, managedFields, node images…), which is most of each object's JSON, so
+//! pod status but its phase, managedFields, node images…), which is most of each object's JSON, so
 //! lists decode several times faster and nothing large is ever allocated.
 //!
 //! They are ordinary `kube::Resource`s: the watcher and the snapshot reader
@@ -67,6 +67,27 @@ pub struct DaemonPod {
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: Option<PodPlacement>,
+    #[serde(default)]
+    pub status: Option<PodPhase>,
+}
+
+/// Of a pod's status only the phase matters: a deleted terminal pod no longer counts.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct PodPhase {
+    /// `Failed` or `Succeeded`, read without allocating.
+    #[serde(default, rename = "phase", deserialize_with = "terminal_phase")]
+    pub terminal: bool,
+}
+
+/// `podutil.IsPodTerminal`.
+pub fn is_terminal_phase(phase: &str) -> bool {
+    matches!(phase, "Failed" | "Succeeded")
+}
+
+impl DaemonPod {
+    pub fn is_terminal(&self) -> bool {
+        self.status.as_ref().is_some_and(|s| s.terminal)
+    }
 }
 
 /// A daemon pod's placement. Tolerations and affinity are read into slim types:
@@ -225,6 +246,10 @@ fn common_str<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Cow<'
     parsed_str(deserializer, |s| Some(common(s)))
 }
 
+fn terminal_phase<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    parsed_str(deserializer, is_terminal_phase)
+}
+
 fn taint_effect<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<TaintEffect>, D::Error> {
     parsed_str(deserializer, TaintEffect::parse_optional)
 }
@@ -268,7 +293,8 @@ impl From<Pod> for DaemonPod {
             node_selector: s.node_selector,
             host_network: s.host_network,
         });
-        Self { metadata: pod.metadata, spec }
+        let terminal = pod.status.and_then(|s| s.phase).is_some_and(|p| is_terminal_phase(&p));
+        Self { metadata: pod.metadata, spec, status: Some(PodPhase { terminal }) }
     }
 }
 

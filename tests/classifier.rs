@@ -190,32 +190,55 @@ fn counting_follows_the_controller() {
     let index = cluster(vec![bad()], vec![ds.clone()], vec![], vec![daemon_pod(&ds, "bad", "h", true), second]);
     assert_eq!((misscheduled_nodes(&index), misscheduled(&index).len()), (1, 2));
 
-    // A pending pod targeted only through matchFields counts; so do terminating and finished ones.
+    // A pending pod targeted only through matchFields counts; so do terminating ones that
+    // still run, and finished ones not yet deleted.
     let index = cluster(vec![bad()], vec![ds.clone()], vec![], vec![daemon_pod(&ds, "bad", "h", false)]);
     assert_eq!(misscheduled_nodes(&index), 1);
-    let mut terminating = daemon_pod(&ds, "bad", "h", true);
-    terminating.metadata.deletion_timestamp = Some(from(json!("2026-01-01T00:10:30Z")));
-    terminating.metadata.deletion_grace_period_seconds = Some(30);
-    terminating.status = Some(from(json!({"phase": "Failed"})));
-    let index = cluster(vec![bad()], vec![ds.clone()], vec![], vec![terminating]);
+    let with = |phase: &str, deleted: bool| {
+        let mut pod = daemon_pod(&ds, "bad", "h", true);
+        if deleted {
+            pod.metadata.deletion_timestamp = Some(from(json!("2026-01-01T00:10:30Z")));
+            pod.metadata.deletion_grace_period_seconds = Some(30);
+        }
+        pod.status = Some(from(json!({ "phase": phase })));
+        cluster(vec![bad()], vec![ds.clone()], vec![], vec![pod])
+    };
+    let index = with("Running", true);
     assert_eq!(misscheduled_nodes(&index), 1);
     // Its delete request (deletionTimestamp - grace) is the evidence of when.
     let since = index.daemonsets()[0].misscheduled_pods()[0].since;
     assert_eq!(since, jiff_secs("2026-01-01T00:10:00Z"));
+    assert_eq!(misscheduled_nodes(&with("Failed", false)), 1);
+    assert_eq!(misscheduled_nodes(&with("Succeeded", false)), 1);
+    // Since 1.28 a pod that is both terminal and deleted no longer counts (1.20 counted it).
+    assert_eq!(misscheduled_nodes(&with("Failed", true)), 0);
+    assert_eq!(misscheduled_nodes(&with("Succeeded", true)), 0);
 
-    // A pod whose node is gone does not count; nor do orphans, released pods, or other owners' pods.
+    // A pod whose node is gone does not count; nor do released pods or other owners' pods.
     let index = cluster(vec![], vec![ds.clone()], vec![], vec![daemon_pod(&ds, "bad", "h", true)]);
     assert_eq!(misscheduled_nodes(&index), 0);
-    let mut orphan = daemon_pod(&ds, "bad", "h", true);
-    orphan.metadata.owner_references = None;
     let mut released = daemon_pod(&ds, "bad", "h", true);
     released.metadata.labels.as_mut().unwrap().insert("app".into(), "other".into());
-    let mut not_controller = daemon_pod(&ds, "bad", "h", true);
-    not_controller.metadata.owner_references.as_mut().unwrap()[0].controller = Some(false);
-    for pod in [orphan, released, not_controller] {
+    let mut other_owner = daemon_pod(&ds, "bad", "h", true);
+    other_owner.metadata.owner_references.as_mut().unwrap()[0].uid = "uid-someone-else".into();
+    for pod in [released, other_owner] {
         let index = cluster(vec![bad()], vec![ds.clone()], vec![], vec![pod]);
         assert_eq!(misscheduled_nodes(&index), 0);
     }
+    // Orphans that the selector matches are adopted in the same sync, and count: no
+    // ownerReference, or one that is not a controller reference.
+    let mut orphan = daemon_pod(&ds, "bad", "h", true);
+    orphan.metadata.owner_references = None;
+    let mut not_controller = daemon_pod(&ds, "bad", "h", true);
+    not_controller.metadata.owner_references.as_mut().unwrap()[0].controller = Some(false);
+    for pod in [orphan.clone(), not_controller] {
+        let index = cluster(vec![bad()], vec![ds.clone()], vec![], vec![pod]);
+        assert_eq!(misscheduled_nodes(&index), 1);
+    }
+    // A terminating orphan is never adopted.
+    orphan.metadata.deletion_timestamp = Some(from(json!("2026-01-01T00:10:30Z")));
+    let index = cluster(vec![bad()], vec![ds.clone()], vec![], vec![orphan]);
+    assert_eq!(misscheduled_nodes(&index), 0);
     // A pod with neither nodeName nor a matchFields term is ignored.
     let mut untargeted = daemon_pod(&ds, "bad", "h", false);
     untargeted.spec.as_mut().unwrap().affinity = None;
