@@ -283,8 +283,9 @@ fn term(term: &K8sTerm, interner: &mut Interner) -> NodeSelectorTerm {
     NodeSelectorTerm { match_expressions: reqs(&term.match_expressions), match_fields: reqs(&term.match_fields) }
 }
 
-/// `metav1.LabelSelectorAsSelector`: a missing selector, or one `labels.NewRequirement`
-/// rejects, selects nothing; an empty one selects everything.
+/// `metav1.LabelSelectorAsSelector`: a missing selector selects nothing. An empty one
+/// would select every pod, and one `labels.NewRequirement` rejects cannot be built:
+/// the controller refuses to sync either.
 fn label_selector(selector: Option<&K8sLabelSelector>, interner: &mut Interner) -> LabelSelector {
     let Some(selector) = selector else { return LabelSelector::Nothing };
     let mut reqs: Vec<Requirement> = selector
@@ -300,13 +301,13 @@ fn label_selector(selector: Option<&K8sLabelSelector>, interner: &mut Interner) 
     for expr in selector.match_expressions.iter().flatten() {
         let operator = match expr.operator.as_str() {
             op @ ("In" | "NotIn" | "Exists" | "DoesNotExist") => SelectorOperator::parse(op),
-            _ => return LabelSelector::Nothing,
+            _ => return LabelSelector::Refused,
         };
         let values = expr.values.iter().flatten().map(|v| interner.str(v)).collect();
         reqs.push(Requirement { key: interner.str(&expr.key), operator, values });
     }
-    if !reqs.iter().all(label_requirement_is_valid) {
-        return LabelSelector::Nothing;
+    if reqs.is_empty() || !reqs.iter().all(label_requirement_is_valid) {
+        return LabelSelector::Refused;
     }
     LabelSelector::Requirements(reqs)
 }

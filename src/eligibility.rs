@@ -245,7 +245,7 @@ fn field_requirement_matches(r: &Requirement, node_name: &str) -> bool {
 /// already turned an invalid selector into `Nothing`.
 pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<Str, Str>) -> bool {
     match selector {
-        LabelSelector::Nothing => false,
+        LabelSelector::Nothing | LabelSelector::Refused => false,
         LabelSelector::Requirements(reqs) => reqs.iter().all(|r| label_requirement_matches(r, labels)),
     }
 }

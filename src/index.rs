@@ -377,7 +377,8 @@ impl Index {
         let selector_changed = old.is_none_or(|o| o.selector != ds.selector);
         let template_changed = old.is_none_or(|o| o.template != ds.template);
         // Who may adopt orphans changed: a new DaemonSet, a new selector, or a delete begun.
-        let adopters_changed = selector_changed || old.is_none_or(|o| o.deleting != ds.deleting);
+        let adopters_changed =
+            selector_changed || old.is_none_or(|o| o.is_synced_by_controller() != ds.is_synced_by_controller());
         let (uid, namespace) = (ds.uid.clone(), ds.id.namespace.clone());
         self.daemonsets.objects.insert(uid.clone(), ds);
         let ds = &self.daemonsets.objects[&uid];
@@ -508,7 +509,9 @@ impl Index {
     /// depends on which syncs first, so no count includes it.
     fn adopter(&mut self, pod: &Pod) -> Option<Str> {
         let mut selecting = self.daemonsets.objects.values().filter(|ds| {
-            !ds.deleting && ds.id.namespace == pod.id.namespace && selector_matches(&ds.selector, &pod.labels)
+            ds.is_synced_by_controller()
+                && ds.id.namespace == pod.id.namespace
+                && selector_matches(&ds.selector, &pod.labels)
         });
         let first = selecting.next()?;
         let Some(second) = selecting.next() else { return Some(first.uid.clone()) };
@@ -572,14 +575,14 @@ impl Index {
 
     // --- reading -------------------------------------------------------------
 
-    /// DaemonSets sorted by namespace and name. One being deleted has no status (the
-    /// controller stops syncing it) and its pods are being collected: it is left out.
+    /// DaemonSets sorted by namespace and name. Those the controller does not sync (being
+    /// deleted, or with a refused selector) get no status from it and are left out.
     pub fn daemonsets(&self) -> Vec<DaemonSetView<'_>> {
         let mut views: Vec<_> = self
             .daemonsets
             .objects
             .values()
-            .filter(|ds| !ds.deleting)
+            .filter(|ds| ds.is_synced_by_controller())
             .filter_map(|ds| Some(DaemonSetView { index: self, ds, state: self.state.get(&ds.uid)? }))
             .collect();
         views.sort_by(|a, b| a.ds.id.cmp(&b.ds.id));
@@ -642,6 +645,12 @@ impl<'a> DaemonSetView<'a> {
         let mut rows: Vec<_> = self.state.skip_counts.iter().map(|((r, k), n)| (*r, k, *n)).collect();
         rows.sort();
         rows
+    }
+
+    /// `currentNumberScheduled`: nodes where `shouldRun` is true that have a counted pod.
+    pub fn scheduled_nodes(&self) -> usize {
+        let nodes = &self.index.nodes.objects;
+        self.state.claimed.keys().filter(|n| nodes.contains_key(*n) && !self.state.skips.contains_key(*n)).count()
     }
 
     pub fn misscheduled_node_count(&self) -> usize {

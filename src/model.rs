@@ -152,8 +152,11 @@ pub struct Placement {
 /// A DaemonSet's `spec.selector`, compiled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LabelSelector {
-    /// A missing or unparsable selector selects nothing.
+    /// A missing selector selects nothing.
     Nothing,
+    /// An empty selector ("selecting all pods") or one `labels.NewRequirement` rejects:
+    /// the controller refuses to sync the DaemonSet at all.
+    Refused,
     Requirements(Vec<Requirement>),
 }
 
@@ -184,6 +187,13 @@ pub struct DaemonSet {
     pub status: Option<DaemonSetStatus>,
     /// `deletionTimestamp` is set: the controller no longer syncs it (no status, no adoption).
     pub deleting: bool,
+}
+
+impl DaemonSet {
+    /// Whether the controller syncs it, and so writes its status and adopts orphans.
+    pub fn is_synced_by_controller(&self) -> bool {
+        !self.deleting && self.selector != LabelSelector::Refused
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
