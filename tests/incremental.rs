@@ -19,19 +19,41 @@ const TAINTS: [&str; 4] =
 enum Op {
     SetNode { node: usize, worker: bool, taints: [bool; 4] },
     DeleteNode(usize),
-    SetDaemonSet { ds: usize, worker_only: bool, tolerate_x: bool },
+    SetDaemonSet { ds: usize, worker_only: bool, tolerate_x: bool, selector: Selector, deleting: bool },
     DeleteDaemonSet(usize),
-    SetPod { ds: usize, node: usize, bound: bool, matches: bool },
+    SetPod { ds: usize, node: usize, bound: bool, matches: bool, owner: Owner, terminal: bool, deleted: bool },
     DeletePod { ds: usize, node: usize },
 }
 
+/// Which pods a DaemonSet selects: its own (`app=dsN`), or every agent pod (`tier=agent`),
+/// so that two DaemonSets can contest an orphan; or none at all (an empty selector, which
+/// the controller refuses to sync).
+#[derive(Clone, Copy, Debug)]
+enum Selector {
+    Own,
+    Wide,
+    Empty,
+}
+
+/// A pod's controller: its DaemonSet, none (an orphan), or a non-controller reference only.
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    Controller,
+    None,
+    NotController,
+}
+
 fn op() -> impl Strategy<Value = Op> {
+    let selector = prop_oneof![4 => Just(Selector::Own), 3 => Just(Selector::Wide), 1 => Just(Selector::Empty)];
+    let owner = prop_oneof![3 => Just(Owner::Controller), 2 => Just(Owner::None), 1 => Just(Owner::NotController)];
     prop_oneof![
         3 => (0..3usize, any::<bool>(), any::<[bool; 4]>()).prop_map(|(node, worker, taints)| Op::SetNode { node, worker, taints }),
         1 => (0..3usize).prop_map(Op::DeleteNode),
-        2 => (0..2usize, any::<bool>(), any::<bool>()).prop_map(|(ds, worker_only, tolerate_x)| Op::SetDaemonSet { ds, worker_only, tolerate_x }),
+        2 => (0..2usize, any::<bool>(), any::<bool>(), selector, proptest::bool::weighted(0.2))
+            .prop_map(|(ds, worker_only, tolerate_x, selector, deleting)| Op::SetDaemonSet { ds, worker_only, tolerate_x, selector, deleting }),
         1 => (0..2usize).prop_map(Op::DeleteDaemonSet),
-        3 => (0..2usize, 0..4usize, any::<bool>(), any::<bool>()).prop_map(|(ds, node, bound, matches)| Op::SetPod { ds, node, bound, matches }),
+        3 => (0..2usize, 0..4usize, any::<bool>(), any::<bool>(), owner, any::<bool>(), proptest::bool::weighted(0.3))
+            .prop_map(|(ds, node, bound, matches, owner, terminal, deleted)| Op::SetPod { ds, node, bound, matches, owner, terminal, deleted }),
         1 => (0..2usize, 0..4usize).prop_map(|(ds, node)| Op::DeletePod { ds, node }),
     ]
 }
@@ -41,7 +63,7 @@ fn make_node(i: usize, worker: bool, taints: [bool; 4]) -> Node {
     node(&format!("n{i}"), if worker { &[("role", "worker")] } else { &[] }, &on)
 }
 
-fn make_ds(j: usize, worker_only: bool, tolerate_x: bool) -> DaemonSet {
+fn make_ds(j: usize, worker_only: bool, tolerate_x: bool, selector: Selector, deleting: bool) -> DaemonSet {
     let mut spec = json!({});
     if worker_only {
         spec["nodeSelector"] = json!({"role": "worker"});
@@ -49,13 +71,41 @@ fn make_ds(j: usize, worker_only: bool, tolerate_x: bool) -> DaemonSet {
     if tolerate_x {
         spec["tolerations"] = json!([{"key": "x", "operator": "Exists"}]);
     }
-    daemonset(&format!("ds{j}"), spec)
+    let mut ds = daemonset(&format!("ds{j}"), spec);
+    match selector {
+        Selector::Own => {}
+        Selector::Wide => ds.spec.as_mut().unwrap().selector = from(json!({"matchLabels": {"tier": "agent"}})),
+        Selector::Empty => ds.spec.as_mut().unwrap().selector = from(json!({})),
+    }
+    if deleting {
+        ds.metadata.deletion_timestamp = Some(from(json!("2026-01-02T00:00:00Z")));
+    }
+    ds
 }
 
-fn make_pod(ds: &DaemonSet, node: usize, bound: bool, matches: bool) -> Pod {
+fn make_pod(
+    ds: &DaemonSet,
+    node: usize,
+    bound: bool,
+    matches: bool,
+    owner: Owner,
+    terminal: bool,
+    deleted: bool,
+) -> Pod {
     let mut pod = daemon_pod(ds, &format!("n{node}"), "h", bound);
+    let labels = pod.metadata.labels.as_mut().unwrap();
+    labels.insert("tier".into(), "agent".into());
     if !matches {
-        pod.metadata.labels.as_mut().unwrap().insert("app".into(), "released".into());
+        labels.insert("app".into(), "released".into());
+    }
+    match owner {
+        Owner::Controller => {}
+        Owner::None => pod.metadata.owner_references = None,
+        Owner::NotController => pod.metadata.owner_references.as_mut().unwrap()[0].controller = Some(false),
+    }
+    pod.status = Some(from(json!({"phase": if terminal { "Failed" } else { "Running" }})));
+    if deleted {
+        pod.metadata.deletion_timestamp = Some(from(json!("2026-01-02T00:00:00Z")));
     }
     pod
 }
@@ -65,9 +115,10 @@ fn observable(index: &Index) -> Vec<String> {
     let mut out = misscheduled(index).into_iter().map(|r| format!("{r:?}")).collect::<Vec<_>>();
     for view in index.daemonsets() {
         out.push(format!(
-            "{} eligible={} misscheduled={} by_reason={:?} ineligible={:?}",
+            "{} eligible={} scheduled={} misscheduled={} by_reason={:?} ineligible={:?}",
             view.ds.id.name,
             view.eligible_nodes(),
+            view.scheduled_nodes(),
             view.misscheduled_node_count(),
             view.misscheduled_nodes_by_reason(),
             view.ineligible_nodes()
@@ -95,17 +146,17 @@ proptest! {
                 Op::DeleteNode(node) => {
                     if let Some(n) = nodes.remove(&node) { delete(&mut live, n); }
                 }
-                Op::SetDaemonSet { ds, worker_only, tolerate_x } => {
-                    let d = make_ds(ds, worker_only, tolerate_x);
+                Op::SetDaemonSet { ds, worker_only, tolerate_x, selector, deleting } => {
+                    let d = make_ds(ds, worker_only, tolerate_x, selector, deleting);
                     apply(&mut live, d.clone());
                     daemonsets.insert(ds, d);
                 }
                 Op::DeleteDaemonSet(ds) => {
                     if let Some(d) = daemonsets.remove(&ds) { delete(&mut live, d); }
                 }
-                Op::SetPod { ds, node, bound, matches } => {
+                Op::SetPod { ds, node, bound, matches, owner, terminal, deleted } => {
                     // Pods reference their DaemonSet by UID, which does not need to exist.
-                    let p = make_pod(&make_ds(ds, false, false), node, bound, matches);
+                    let p = make_pod(&make_ds(ds, false, false, Selector::Own, false), node, bound, matches, owner, terminal, deleted);
                     apply(&mut live, p.clone());
                     pods.insert((ds, node), p);
                 }
@@ -128,19 +179,21 @@ proptest! {
 /// one field the conversion reads (or in none).
 fn daemon_pod_json() -> impl Strategy<Value = serde_json::Value> {
     (
-        (0..4usize, 0..2usize, 0..2usize, 0..5usize),
+        (0..4usize, 0..2usize, 0..2usize, 0..6usize),
         (0..4usize, 0..4usize, 0..6usize),
         (proptest::collection::vec((0..5usize, 0..5usize, 0..2usize, 0..4usize), 0..3), any::<bool>()),
-        (0..3usize, 0..3usize, 0..3usize),
+        (0..3usize, 0..3usize, 0..3usize, 0..5usize),
     )
-        .prop_map(|((uid, name, ns, owner), (labels, node_name, affinity), (tolerations, host_network), (selector, created, deletion))| {
+        .prop_map(|((uid, name, ns, owner), (labels, node_name, affinity), (tolerations, host_network), (selector, created, deletion, phase))| {
             let uid = [json!(null), json!(""), json!("u1"), json!("u2")][uid].clone();
             let owner_refs = match owner {
                 0 => json!(null),
                 1 => json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "ds-1", "controller": true}]),
                 2 => json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "ds-2", "controller": true}]),
                 3 => json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "ds-1", "controller": false}]),
-                _ => json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "ds-1", "controller": true}]),
+                4 => json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "ds-1", "controller": true}]),
+                _ => json!([{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "n-1", "controller": false},
+                            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "rs-1", "controller": true}]),
             };
             let labels = [json!(null), json!({"app": "a"}), json!({"app": "a", "controller-revision-hash": "h1"}), json!({"app": "b", "controller-revision-hash": "h1"})][labels].clone();
             let node_name = [json!(null), json!(""), json!("n1"), json!("n2")][node_name].clone();
@@ -177,7 +230,7 @@ fn daemon_pod_json() -> impl Strategy<Value = serde_json::Value> {
                              "deletionTimestamp": deleted, "deletionGracePeriodSeconds": grace},
                 "spec": {"nodeName": node_name, "affinity": affinity, "tolerations": tolerations,
                          "nodeSelector": selector, "hostNetwork": host_network},
-                "status": {"phase": "Running"}
+                "status": {"phase": ([json!(null), json!("Running"), json!("Failed"), json!("Succeeded"), json!("Pending")][phase].clone())}
             })
         })
 }
