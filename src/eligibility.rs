@@ -1,7 +1,7 @@
 //! `NodeShouldRunDaemonPod`, re-implemented over plain data.
 //!
 //! This mirrors kubernetes `pkg/controller/daemon` (see
-//! `../shared/controller-semantics.md`): the simulated pod is the DaemonSet's
+//! `docs/controller-semantics.md`): the simulated pod is the DaemonSet's
 //! *current* template plus the default daemon tolerations, checked for
 //! nodeName, nodeSelector + required node affinity, and NoSchedule/NoExecute
 //! taints. Everything here is pure and allocation-free on the hot path.

@@ -2,7 +2,7 @@
 //! documented exit codes (docs/operations.md) instead of panics.
 
 use std::net::TcpListener;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 mod support;
@@ -100,13 +100,12 @@ fn configuration_errors_have_their_own_exit_codes() {
 #[test]
 fn serves_a_snapshot_and_shuts_down_on_sigterm() {
     let port = http::free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
-        .args(["--snapshot", "examples/cluster-autoscaler-drain.json", "--listen", &format!("127.0.0.1:{port}")])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = support::spawn_exporter(&[
+        "--snapshot",
+        "examples/cluster-autoscaler-drain.json",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+    ]);
     http::wait_ok(port, "/readyz", Duration::from_secs(10));
     let (_, headers, metrics) = http::get_with_headers(port, "/metrics").unwrap();
     assert!(headers.contains("content-type: application/openmetrics-text; version=1.0.0"), "{headers}");

@@ -1,5 +1,5 @@
 //! `NodeShouldRunDaemonPod`, table-driven: one row per rule of
-//! `../shared/controller-semantics.md`.
+//! `docs/controller-semantics.md`.
 
 mod support;
 

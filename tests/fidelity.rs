@@ -5,7 +5,7 @@
 //! each DaemonSet's status.
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 mod support;
@@ -63,13 +63,7 @@ fn explain_gives_the_controllers_rows() {
 #[test]
 fn metrics_give_the_controllers_counts() {
     let port = http::free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
-        .args(["--snapshot", FIXTURE, "--listen", &format!("127.0.0.1:{port}")])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = support::spawn_exporter(&["--snapshot", FIXTURE, "--listen", &format!("127.0.0.1:{port}")]);
     http::wait_ok(port, "/readyz", Duration::from_secs(10));
     let (status, metrics) = http::request(port, "GET", "/metrics", None).unwrap();
     child.kill().unwrap();

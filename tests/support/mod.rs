@@ -13,6 +13,17 @@ use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{Index, Indexed};
 use serde_json::{Value, json};
 
+/// The exporter binary run from the repository root with `args`, its output discarded.
+pub fn spawn_exporter(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the exporter")
+}
+
 pub fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).expect("test object is valid")
 }
