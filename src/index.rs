@@ -415,12 +415,9 @@ impl Index {
     }
 
     fn remove_daemonset(&mut self, uid: &str) {
-        let Some(ds) = self.daemonsets.objects.remove(uid) else {
-            self.state.remove(uid);
-            return;
-        };
-        self.generation += 1;
         self.state.remove(uid);
+        let Some(ds) = self.daemonsets.objects.remove(uid) else { return };
+        self.generation += 1;
         let readopted = self.readopt(&ds.id.namespace);
         self.refresh_touched(readopted);
     }
