@@ -15,7 +15,7 @@ use crate::model::{
 };
 use crate::validation::{is_label_value, is_qualified_name};
 
-/// The only field `matchFields` may name.
+/// The only node field a `matchFields` requirement can see set.
 pub const NODE_NAME_FIELD: &str = "metadata.name";
 
 /// The tolerations the controller adds to every daemon pod (all `Exists`, no
@@ -242,7 +242,7 @@ fn field_requirement_matches(r: &Requirement, node_name: &str) -> bool {
 }
 
 /// A DaemonSet's label selector against a pod's labels (claiming). Conversion has
-/// already turned an invalid selector into `Nothing`.
+/// already checked the requirements; an invalid selector is `Refused`.
 pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<Str, Str>) -> bool {
     match selector {
         LabelSelector::Nothing | LabelSelector::Refused => false,

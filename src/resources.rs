@@ -1,7 +1,8 @@
 //! The shapes the exporter watches: Pods and Nodes with only the fields
 //! classification reads. serde skips everything else while parsing (containers,
-//! pod status but its phase, managedFields, node images…), which is most of each object's JSON, so
-//! lists decode several times faster and nothing large is ever allocated.
+//! all of a pod's status but its phase, managedFields, node images…), which is most
+//! of each object's JSON, so lists decode several times faster and nothing large is
+//! ever allocated.
 //!
 //! They are ordinary `kube::Resource`s: the watcher and the snapshot reader
 //! decode straight into them.
