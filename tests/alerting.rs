@@ -1,11 +1,13 @@
 //! The alert rules and the routing example, checked by the tools that consume them:
-//! promtool (rule unit tests), amtool (routing), and a real Alertmanager (inhibition).
+//! promtool (rule unit tests), amtool (routing), a real Alertmanager (inhibition), and a real
+//! Prometheus scraping two exporter replicas the way prometheus-operator does.
 
 mod support;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::http;
@@ -146,4 +148,181 @@ fn every_alert_links_to_its_runbook_section() {
         assert!(runbooks.contains(&format!("\n## {name}\n")), "docs/runbooks.md has no section for {name}");
         assert!(rule["labels"]["severity"].is_string(), "{name} has no severity");
     }
+}
+
+/// The kube-prometheus-stack path end to end: two exporter replicas scraped the way
+/// prometheus-operator scrapes the chart's ServiceMonitor (its relabelling reproduced from the
+/// rendered object, job from jobLabel although the release is renamed), kube-state-metrics'
+/// count beside them, the shipped rules evaluated by a real Prometheus, and its alerts routed
+/// by a real Alertmanager to loopback webhooks.
+#[test]
+fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_reason() {
+    use support::prometheus::{Endpoint, Prometheus, service_monitor_scrape_config};
+
+    let rendered = support::chart::render(&json!({"fullnameOverride": "renamed", "serviceMonitor": {"enabled": true}}));
+    let (monitor, service) = (&rendered["servicemonitor.yaml"], &rendered["service.yaml"]);
+    let replicas: Vec<(u16, support::KillOnDrop)> = ["a", "b"]
+        .iter()
+        .map(|_| {
+            let port = http::free_port();
+            let listen = format!("127.0.0.1:{port}");
+            let child = support::spawn_exporter(&["--snapshot", "tests/fixtures/alerting.yaml", "--listen", &listen]);
+            (port, support::KillOnDrop(child))
+        })
+        .collect();
+    for (port, _) in &replicas {
+        http::wait_ok(*port, "/readyz", Duration::from_secs(10));
+    }
+    // kube-state-metrics: agent's status says one node more than the exporter explains (2); web
+    // says 1 where the exporter sees none. Summed over both replicas the exporter would say 4.
+    let ksm = http::Stub::serve(
+        "kube_daemonset_status_number_misscheduled{namespace=\"agents\",daemonset=\"agent\"} 3\n\
+         kube_daemonset_status_number_misscheduled{namespace=\"agents\",daemonset=\"web\"} 1\n",
+    );
+    let webhooks = http::Stub::serve("");
+
+    // Alertmanager with the example routing, receivers pointed at the loopback webhook.
+    let am_dir = std::env::temp_dir().join(format!("misschedule-am-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&am_dir).unwrap();
+    let mut routing: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(Path::new(ROOT).join(ROUTING)).unwrap()).unwrap();
+    routing["route"]["group_wait"] = json!("1s");
+    routing["route"]["group_interval"] = json!("1s");
+    for receiver in routing["receivers"].as_array_mut().unwrap() {
+        for hook in receiver["webhook_configs"].as_array_mut().into_iter().flatten() {
+            let path = hook["url"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
+            hook["url"] = json!(format!("http://127.0.0.1:{}/{path}", webhooks.port));
+        }
+    }
+    std::fs::write(am_dir.join("alertmanager.yaml"), routing.to_string()).unwrap();
+    let am_port = http::free_port();
+    let _am = Alertmanager(
+        Command::new("prometheus-alertmanager")
+            .arg(format!("--config.file={}", am_dir.join("alertmanager.yaml").display()))
+            .arg(format!("--storage.path={}", am_dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{am_port}"))
+            .arg("--cluster.listen-address=")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus-alertmanager is required (scripts/test.sh installs it)"),
+    );
+    http::wait_ok(am_port, "/-/ready", Duration::from_secs(20));
+
+    let dir = Prometheus::dir("alerting-e2e");
+    let shipped = std::fs::read_to_string(Path::new(ROOT).join(RULES)).unwrap();
+    std::fs::write(dir.join("rules.yaml"), &shipped).unwrap();
+    let endpoints: Vec<Endpoint> = replicas
+        .iter()
+        .zip(["renamed-5d4f8-a", "renamed-5d4f8-b"])
+        .map(|((port, _), pod)| Endpoint {
+            address: format!("127.0.0.1:{port}"),
+            namespace: "monitoring",
+            pod,
+            container: "exporter",
+            port_name: "http-metrics",
+        })
+        .collect();
+    let config = json!({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [dir.join("rules.yaml")],
+        "alerting": {"alertmanagers": [{"static_configs": [{"targets": [format!("127.0.0.1:{am_port}")]}]}]},
+        "scrape_configs": [
+            service_monitor_scrape_config(monitor, service, &endpoints, "1s"),
+            {"job_name": "kube-state-metrics", "honor_labels": true,
+             "static_configs": [{"targets": [format!("127.0.0.1:{}", ksm.port)]}]},
+        ],
+    });
+    let prometheus = Prometheus::start(dir.clone(), &config.to_string());
+    // Both replicas carry job="misschedule-exporter" (from jobLabel), not the Service's name.
+    prometheus
+        .wait_for(r#"count(up{job="misschedule-exporter", service="renamed", endpoint="http-metrics"} == 1) == 2"#);
+    assert_eq!(prometheus.query(r#"count(daemonset_misscheduled_nodes{pod=~"renamed-5d4f8-.*"})"#).len(), 1);
+
+    let expected: BTreeSet<String> = [
+        r#"DaemonSetDrainStuck {"daemonset":"agent","namespace":"agents","node":"n1","pod":"agent-n1","reason":"autoscaler_drain"}"#,
+        r#"DaemonSetMisscheduledUnexplained {"daemonset":"agent","namespace":"agents"}"#,
+        r#"DaemonSetMisscheduledUnexplained {"daemonset":"web","namespace":"agents"}"#,
+        r#"DaemonSetPodMisscheduled {"daemonset":"agent","key":"pool","namespace":"agents","node":"n2","pod":"agent-n2","reason":"label_drift"}"#,
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    // Each alert exactly once, with only the labels that identify it: no replica's target labels.
+    let alerts_in = |state: &str| -> Vec<String> {
+        let mut alerts: Vec<String> = prometheus
+            .alerts()
+            .iter()
+            .filter(|a| a["state"] == state)
+            .map(|a| {
+                let mut labels = a["labels"].as_object().unwrap().clone();
+                let name = labels.remove("alertname").unwrap();
+                assert_eq!(labels.remove("severity"), Some(json!("warning")));
+                format!("{} {}", name.as_str().unwrap(), Value::Object(labels))
+            })
+            .collect();
+        alerts.sort();
+        alerts
+    };
+    let settle = |state: &str| -> Vec<String> {
+        let started = Instant::now();
+        while alerts_in(state).len() < expected.len() && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        std::thread::sleep(Duration::from_secs(3)); // a few more evaluations: nothing else appears
+        alerts_in(state)
+    };
+    let pending = settle("pending");
+    assert_eq!(pending, expected.iter().cloned().collect::<Vec<_>>(), "the shipped rules, pending");
+
+    // The same expressions with `for: 0s`, so that they fire now and reach Alertmanager.
+    let mut firing_now: Value = serde_saphyr::from_str(&shipped).unwrap();
+    for group in firing_now["groups"].as_array_mut().unwrap() {
+        for rule in group["rules"].as_array_mut().unwrap() {
+            rule["for"] = json!("0s");
+        }
+    }
+    std::fs::write(dir.join("rules.yaml"), firing_now.to_string()).unwrap();
+    prometheus.reload();
+    let firing = settle("firing");
+    assert_eq!(firing, expected.iter().cloned().collect::<Vec<_>>(), "the same alerts, firing");
+
+    // Routing on reason, and the inhibition: agent's pod alert explains agent, so only web's
+    // Unexplained reaches the DaemonSet owners. Nothing for the platform team.
+    let delivered = || -> BTreeSet<String> {
+        webhooks
+            .received()
+            .iter()
+            .flat_map(|(path, body)| {
+                let message: Value = serde_json::from_str(body).unwrap();
+                message["alerts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| {
+                        format!(
+                            "{path} {} {}",
+                            a["labels"]["alertname"].as_str().unwrap(),
+                            a["labels"]["daemonset"].as_str().unwrap()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let want: BTreeSet<String> = [
+        "/daemonset-owners DaemonSetMisscheduledUnexplained web",
+        "/daemonset-owners DaemonSetPodMisscheduled agent",
+        "/low-urgency DaemonSetDrainStuck agent",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    let started = Instant::now();
+    while delivered() != want && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(delivered(), want);
+    std::fs::remove_dir_all(&am_dir).ok();
 }

@@ -61,7 +61,30 @@ fn dashboard_follows_mixin_conventions() {
     let var = |name: &str| vars.iter().find(|v| v["name"] == name).unwrap_or_else(|| panic!("no ${name} variable"));
     assert_eq!(var("datasource")["type"], "datasource");
     assert_eq!(var("datasource")["query"], "prometheus");
-    assert_eq!(var("cluster")["hide"], 2, "the cluster variable is hidden");
+    assert_eq!(var("cluster")["hide"], 2, "the cluster variable is hidden (showMultiCluster: false)");
+    // kubernetes-mixin's dashboards dropdown, and its tag so that dropdown lists this dashboard too.
+    assert_eq!(d["links"][0]["type"], "dashboards");
+    assert_eq!(d["links"][0]["tags"], serde_json::json!(["kubernetes-mixin"]));
+    assert_eq!(d["links"][0]["asDropdown"], true);
+    assert!(d["tags"].as_array().unwrap().iter().any(|t| t == "kubernetes-mixin"));
+    // Pod and node cells link to kubernetes-mixin's pod and node dashboards (uid = md5 of the file name).
+    let pods = d["panels"].as_array().unwrap().iter().find(|p| p["title"] == "Misscheduled pods").unwrap();
+    let link = |column: &str| -> String {
+        let overrides = pods["fieldConfig"]["overrides"].as_array().unwrap();
+        let o =
+            overrides.iter().find(|o| o["matcher"]["options"] == column).unwrap_or_else(|| panic!("no {column} link"));
+        o["properties"][0]["value"][0]["url"].as_str().unwrap().to_owned()
+    };
+    assert!(link("pod").starts_with("/d/6581e46e4e5c7ba40a07646395ef7b23/"), "{}", link("pod"));
+    assert!(link("pod").contains("var-namespace=${__data.fields.namespace}&var-pod=${__value.raw}"));
+    assert!(link("node").starts_with("/d/200ac8fdbfbb74b39aff88118e4d1c2c/"), "{}", link("node"));
+    assert!(link("node").contains("var-node=${__value.raw}"));
+    // kube-state-metrics' count beside ours.
+    assert!(
+        queries(&d)
+            .iter()
+            .any(|(_, e)| e.starts_with("max by (namespace, daemonset) (kube_daemonset_status_number_misscheduled{"))
+    );
     for panel in d["panels"].as_array().unwrap() {
         assert_eq!(panel["datasource"]["uid"], "${datasource}", "{}", panel["title"]);
         for target in panel["targets"].as_array().unwrap() {
@@ -88,8 +111,20 @@ fn every_panel_query_returns_data_from_a_real_prometheus() {
             .unwrap(),
     );
     http::wait_ok(exporter_port, "/readyz", Duration::from_secs(10));
+    // kube-state-metrics' series for the panel that sets its count beside ours.
+    let ksm = http::Stub::serve(
+        "kube_daemonset_status_number_misscheduled{namespace=\"monitoring\",daemonset=\"ssd-agent\"} 1\n",
+    );
+    let config = format!(
+        "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n\
+         - {{job_name: misschedule-exporter, static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]}}\n\
+         - {{job_name: kube-state-metrics, honor_labels: true, static_configs: [{{targets: ['127.0.0.1:{}']}}]}}\n",
+        ksm.port
+    );
+    let prometheus = Prometheus::start(Prometheus::dir("dashboard"), &config);
     // Enough scrapes for rate() over the substituted $__rate_interval.
-    let prometheus = Prometheus::scraping("dashboard", exporter_port, 6);
+    prometheus.wait_for(r#"count_over_time(up{job="misschedule-exporter"}[1m]) >= 6"#);
+    prometheus.wait_for(r#"up{job="kube-state-metrics"} == 1"#);
     let query = |expr: &str| prometheus.query(expr);
 
     let d = dashboard();

@@ -4,6 +4,7 @@
   helm.py lint CHART                       -> lint report (JSON) on stdout, strict mode
   helm.py render CHART OUTDIR [VALUES_JSON] -> one file per rendered template in OUTDIR
   helm.py validate CHART VALUES_JSON       -> exit 1 with the schema error if values are invalid
+  helm.py notes CHART VALUES_JSON          -> the rendered NOTES.txt on stdout
 """
 import json
 import os
@@ -28,6 +29,9 @@ def main(argv):
                 continue
             with open(os.path.join(outdir, os.path.basename(path)), "w") as f:
                 f.write(text)
+    elif command == "notes":
+        rendered = helm.Chart.load(chart).render(json.loads(argv[3]), name=RELEASE, namespace=NAMESPACE, is_install=True)
+        print("".join(text for path, text in rendered.items() if path.endswith("NOTES.txt")))
     elif command == "validate":
         try:
             helm.Chart.load(chart).validate_schema(json.loads(argv[3]))

@@ -355,30 +355,18 @@ pub async fn expect(cluster: &Cluster, exporter: &Exporter, step: &str, expected
     panic!("step {step}: no agreement within {STEP_TIMEOUT:?}\nexpected {expected:#?}\nlast seen: {last}");
 }
 
-/// The chart rendered with its optional ConfigMap on (the prometheus-operator kinds need
-/// CRDs this control plane does not have): file name → object.
+/// The chart rendered with every optional core object on: file name → object. Left out: the
+/// prometheus-operator kinds (this control plane has no CRDs) and the PodDisruptionBudget
+/// (policy/v1 arrived in 1.21; our users run 1.28+, this control plane is 1.20).
 pub fn render_chart() -> BTreeMap<String, Value> {
-    let dir = std::env::temp_dir().join(format!("misschedule-cp-chart-{}", std::process::id()));
-    let out = Command::new("python3")
-        .args([
-            "tests/chart/helm.py",
-            "render",
-            "charts/misschedule-exporter",
-            dir.to_str().unwrap(),
-            r#"{"grafanaDashboard":{"enabled":true}}"#,
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("python3 with helm-python-sdk (scripts/test.sh installs it)");
-    assert!(out.status.success(), "chart render failed: {}", String::from_utf8_lossy(&out.stderr));
-    std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .map(|p| {
-            let docs: Vec<Value> = serde_saphyr::from_multiple(&std::fs::read_to_string(&p).unwrap()).unwrap();
-            (p.file_name().unwrap().to_string_lossy().into_owned(), docs.into_iter().next().unwrap())
-        })
-        .collect()
+    super::chart::render(&serde_json::json!({
+        "grafanaDashboard": {"enabled": true},
+        "commonLabels": {"team": "platform"},
+        "networkPolicy": {"enabled": true, "apiServer": {"cidrs": ["127.0.0.1/32"]}},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}],
+        "web": {"basicAuthSecret": {"name": "mse-basic"}},
+        "extraManifests": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "{{ .Release.Name }}-extra"}}],
+    }))
 }
 
 /// Server-side dry-run of every rendered object: the real API server validates and defaults them.

@@ -47,3 +47,69 @@ pub fn wait_ok(port: u16, path: &str, timeout: Duration) {
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
+
+/// A loopback HTTP server that answers every request with `body` (as the Prometheus text
+/// format) and keeps each request's path and body: a scrape target holding fixed series, or a
+/// webhook receiver for Alertmanager.
+pub struct Stub {
+    pub port: u16,
+    received: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+}
+
+impl Stub {
+    pub fn serve(body: &str) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (log, body) = (received.clone(), body.to_owned());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                if let Some(request) = read_request(&mut stream) {
+                    log.lock().unwrap().push(request);
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Self { port, received }
+    }
+
+    /// (path, body) of every request so far.
+    pub fn received(&self) -> Vec<(String, String)> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+fn read_request(stream: &mut TcpStream) -> Option<(String, String)> {
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let path = head.split(' ').nth(1)?.to_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Some((path, String::from_utf8_lossy(&buf[head_end..]).into_owned()))
+}

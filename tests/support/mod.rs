@@ -2,6 +2,7 @@
 //! writes them, and a small HTTP client.
 #![allow(dead_code)]
 
+pub mod chart;
 pub mod cluster;
 pub mod http;
 pub mod prometheus;
@@ -12,6 +13,16 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{Index, Indexed};
 use serde_json::{Value, json};
+
+/// A child process killed when the test lets go of it, passed or failed.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 /// The exporter binary run from the repository root with `args`, its output discarded.
 pub fn spawn_exporter(args: &[&str]) -> std::process::Child {

@@ -34,3 +34,27 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default "default" .Values.serviceAccount.name }}
 {{- end }}
 {{- end }}
+
+{{- /* Labels on every object: the standard ones plus the user's commonLabels. */ -}}
+{{- define "misschedule-exporter.commonLabels" -}}
+{{ include "misschedule-exporter.labels" . }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- /* registry/repository@digest (or :tag); global.imageRegistry wins, as in prometheus-community charts. */ -}}
+{{- define "misschedule-exporter.image" -}}
+{{- $registry := (.root.Values.global).imageRegistry | default .image.registry -}}
+{{- $ref := .image.repository -}}
+{{- if $registry }}{{ $ref = printf "%s/%s" $registry $ref }}{{ end -}}
+{{- if .image.digest -}}
+{{ $ref }}@{{ .image.digest }}
+{{- else -}}
+{{ $ref }}:{{ .image.tag | default .root.Chart.AppVersion }}
+{{- end -}}
+{{- end }}
+
+{{- define "misschedule-exporter.scheme" -}}
+{{ ternary "https" "http" (ne .Values.web.tlsSecretName "") }}
+{{- end }}

@@ -1,0 +1,121 @@
+// Alerts that replace kubernetes-mixin's KubeDaemonSetMisScheduled: page on misscheduling someone
+// has to fix, stay quiet through ordinary drains (docs/alerting.md, docs/runbooks.md).
+//
+// Every expression aggregates *by* the labels that identify what it alerts on, never `without`
+// a few: prometheus-operator adds job, namespace, service, pod, container, endpoint and instance
+// to every target, so only an explicit list folds exporter replicas and the two pods of a rollout.
+{
+  local c = $._config,
+  local args = c {
+    reasons: std.join('|', c.actionableReasons),
+    drainStuckSeconds: std.toString(c.drainStuckSeconds),
+    // " in cluster X" when the alert has a cluster, nothing otherwise.
+    inCluster: '{{ with $labels.%s }} in cluster {{ . }}{{ end }}' % c.clusterLabel,
+  },
+  local rule(name, expr, forDuration, summary, description) = {
+    alert: name,
+    expr: expr % args,
+    'for': forDuration,
+    labels: { severity: 'warning' },
+    annotations: {
+      // Static, so Alertmanager's CommonAnnotations keep it when it groups these alerts.
+      summary: summary,
+      description: description % args,
+      runbook_url: c.runbookURLPattern % std.asciiLower(name),
+    },
+  },
+
+  prometheusAlerts+:: {
+    groups+: [{
+      name: 'misschedule-exporter',
+      rules: [
+        rule(
+          'DaemonSetPodMisscheduled',
+          |||
+            max by (%(clusterLabel)s, namespace, daemonset, pod, node, reason, key) (
+              daemonset_misscheduled_pod_info{%(misscheduleExporterSelector)s, reason=~"%(reasons)s"}
+            ) == 1
+          |||,
+          '10m',
+          'A DaemonSet pod runs on a node where its DaemonSet should not run.',
+          'Pod {{ $labels.namespace }}/{{ $labels.pod }} of DaemonSet {{ $labels.daemonset }} is misscheduled on node {{ $labels.node }}%(inCluster)s: reason {{ $labels.reason }}, key {{ $labels.key }}. Run `misschedule-exporter explain -n {{ $labels.namespace }} --daemonset {{ $labels.daemonset }}` for the fix.',
+        ),
+        rule(
+          'DaemonSetDrainStuck',
+          |||
+            time() - max by (%(clusterLabel)s, namespace, daemonset, pod, node, reason) (
+              daemonset_misscheduled_pod_since_timestamp_seconds{%(misscheduleExporterSelector)s, reason="autoscaler_drain"}
+            ) > %(drainStuckSeconds)s
+          |||,
+          '1m',
+          'A node has been draining for longer than a drain takes.',
+          'Pod {{ $labels.namespace }}/{{ $labels.pod }} of DaemonSet {{ $labels.daemonset }} has sat on draining node {{ $labels.node }}%(inCluster)s for {{ $value | humanizeDuration }}. The drain is probably stuck: a PodDisruptionBudget, a failing eviction, or an autoscaler that gave up and left its taint behind.',
+        ),
+        // Silent when kube-state-metrics is absent (no left-hand series) and when the exporter is
+        // (no right-hand series; MisscheduleExporterDown covers that).
+        rule(
+          'DaemonSetMisscheduledUnexplained',
+          |||
+            max by (%(clusterLabel)s, namespace, daemonset) (
+              kube_daemonset_status_number_misscheduled{%(kubeStateMetricsSelector)s}
+            )
+              > on (%(clusterLabel)s, namespace, daemonset)
+            sum by (%(clusterLabel)s, namespace, daemonset) (
+              max by (%(clusterLabel)s, namespace, daemonset, reason) (
+                daemonset_misscheduled_nodes{%(misscheduleExporterSelector)s}
+              )
+            )
+          |||,
+          '15m',
+          'kube-state-metrics counts more misscheduled nodes than misschedule-exporter explains.',
+          "status.numberMisscheduled of DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}%(inCluster)s has stayed above the exporter's count for 15 minutes. The status lags the objects (a deleted node stays counted until the controller resyncs); otherwise the exporter may be missing permissions or pods.",
+        ),
+        // Per cluster: a cluster whose targets all fail, or (one cluster) no target at all.
+        rule(
+          'MisscheduleExporterDown',
+          |||
+            sum by (%(clusterLabel)s) (up{%(misscheduleExporterSelector)s}) == 0
+              or
+            absent(up{%(misscheduleExporterSelector)s})
+          |||,
+          '10m',
+          'misschedule-exporter is down or not scraped.',
+          'No misschedule-exporter target%(inCluster)s has been up for 10 minutes; misscheduled DaemonSet pods go unexplained.',
+        ),
+        rule(
+          'MisscheduleExporterCacheNotReady',
+          |||
+            min by (%(clusterLabel)s, resource) (misschedule_exporter_cache_synced{%(misscheduleExporterSelector)s}) == 0
+              or
+            min by (%(clusterLabel)s, resource) (misschedule_exporter_watch_healthy{%(misscheduleExporterSelector)s}) == 0
+          |||,
+          '10m',
+          'A misschedule-exporter cache is not synced or its watch is failing.',
+          'The exporter%(inCluster)s serves the last known state for {{ $labels.resource }}; its logs name the failing list or watch (often RBAC).',
+        ),
+        // Kubelets refresh node status at least every 5 minutes: a live node watch is never quiet for 30.
+        // A timestamp of 0 means no watch at all (snapshot mode), not a stalled one.
+        rule(
+          'MisscheduleExporterNoNodeEvents',
+          |||
+            time() - max by (%(clusterLabel)s) (misschedule_exporter_last_event_timestamp_seconds{%(misscheduleExporterSelector)s, resource="nodes"} > 0) > 1800
+              and on (%(clusterLabel)s)
+            max by (%(clusterLabel)s) (misschedule_exporter_cache_objects{%(misscheduleExporterSelector)s, resource="nodes"}) > 0
+          |||,
+          '5m',
+          'misschedule-exporter has received no node events for 30 minutes.',
+          'The node watch of the exporter%(inCluster)s looks stalled; its view of taints and labels may be stale.',
+        ),
+        rule(
+          'MisscheduleExporterCredentialReloadFailing',
+          |||
+            max by (%(clusterLabel)s, file) (misschedule_exporter_credential_reload_failing{%(misscheduleExporterSelector)s}) == 1
+          |||,
+          '15m',
+          'misschedule-exporter cannot load its rotated TLS or authentication files.',
+          'The {{ $labels.file }} files of the exporter%(inCluster)s are unusable on disk; it still serves with the previous ones, which may expire or be revoked.',
+        ),
+      ],
+    }],
+  },
+}

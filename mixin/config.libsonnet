@@ -1,0 +1,34 @@
+// Everything a user of the mixin may want to change. Override with
+//   (import 'mixin.libsonnet') + { _config+:: { misscheduleExporterSelector: 'job="mse"' } }
+{
+  _config+:: {
+    // Selects the exporter's series. The chart's ServiceMonitor sets jobLabel, so the job is
+    // misschedule-exporter whatever the release is called.
+    misscheduleExporterSelector: 'job="misschedule-exporter"',
+    // Selects kube-state-metrics' series (kube-prometheus-stack's default job).
+    kubeStateMetricsSelector: 'job="kube-state-metrics"',
+
+    // The label that tells clusters apart on a multi-cluster ruler (Thanos, Mimir). Every alert
+    // keeps it; a single cluster without it works unchanged.
+    clusterLabel: 'cluster',
+    // Show the dashboard's cluster variable (kubernetes-mixin's switch of the same name).
+    showMultiCluster: false,
+
+    // %s is the alert name in lower case: docs/runbooks.md has one section per alert.
+    runbookURLPattern: 'https://github.com/misschedule-exporter/misschedule-exporter/blob/main/docs/runbooks.md#%s',
+
+    // DaemonSetDrainStuck: an autoscaler_drain longer than this is not a normal drain
+    // (45 min: longer than any cluster-autoscaler or Karpenter drain).
+    drainStuckSeconds: 2700,
+    // Reasons someone has to fix; autoscaler_drain resolves on its own.
+    actionableReasons: ['label_drift', 'nfd_change', 'daemonset_changed', 'taint_added', 'node_name_mismatch'],
+
+    grafanaDashboardUid: 'misschedule-exporter',
+    // kubernetes-mixin's tag, so the dashboard joins kube-prometheus-stack's dashboards dropdown.
+    dashboardTags: ['kubernetes-mixin', 'misschedule-exporter'],
+    dashboardRefresh: '30s',
+    // kubernetes-mixin's dashboards, linked from pod and node cells: its uids are the md5 of the file name.
+    podDashboardUid: std.md5('k8s-resources-pod.json'),
+    nodeDashboardUid: std.md5('k8s-resources-node.json'),
+  },
+}

@@ -1,0 +1,38 @@
+//! The Helm chart rendered with helm-python-sdk (tests/chart/helm.py; no helm binary).
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Render the chart (release `mse` in `monitoring`) with `values`: file name → its first object.
+pub fn render(values: &Value) -> BTreeMap<String, Value> {
+    let dir = std::env::temp_dir().join(format!(
+        "misschedule-support-chart-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+    ));
+    let out = Command::new("python3")
+        .args([
+            "tests/chart/helm.py",
+            "render",
+            "charts/misschedule-exporter",
+            dir.to_str().unwrap(),
+            &values.to_string(),
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("python3 with helm-python-sdk (scripts/test.sh installs it)");
+    assert!(out.status.success(), "chart render failed: {}", String::from_utf8_lossy(&out.stderr));
+    let rendered = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            let docs: Vec<Value> = serde_saphyr::from_multiple(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let first = docs.into_iter().find(|d| !d.is_null()).unwrap();
+            (p.file_name().unwrap().to_string_lossy().into_owned(), first)
+        })
+        .collect();
+    std::fs::remove_dir_all(&dir).ok();
+    rendered
+}
