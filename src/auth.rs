@@ -61,9 +61,11 @@ impl Authenticator {
         Ok(true)
     }
 
+    pub const BEARER_CHALLENGE: &'static str = "Bearer realm=\"misschedule-exporter\"";
+
     /// `WWW-Authenticate` values for a refused request: one per configured method.
     pub fn challenges(&self) -> impl Iterator<Item = &'static str> {
-        let bearer = self.bearer_file.as_ref().map(|_| "Bearer realm=\"misschedule-exporter\"");
+        let bearer = self.bearer_file.as_ref().map(|_| Self::BEARER_CHALLENGE);
         let basic = self.basic.as_ref().map(|_| "Basic realm=\"misschedule-exporter\", charset=\"UTF-8\"");
         bearer.into_iter().chain(basic)
     }
@@ -106,7 +108,7 @@ fn secrets_from(
 }
 
 /// `Scheme credentials`, split at the first run of spaces.
-fn split_scheme(value: &[u8]) -> Option<(&[u8], &[u8])> {
+pub fn split_scheme(value: &[u8]) -> Option<(&[u8], &[u8])> {
     let space = value.iter().position(|&b| b == b' ')?;
     let credentials = value[space..].trim_ascii_start();
     (!credentials.is_empty()).then_some((&value[..space], credentials))

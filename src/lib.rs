@@ -1,7 +1,8 @@
 //! misschedule-exporter: explains why DaemonSet pods are misscheduled.
 //!
 //! The pure core (`model`, `eligibility`, `reason`, `index`) holds no I/O and
-//! is what the unit tests drive; `watch`, `snapshot` and `server` (with `tls` and `auth`) are the edges.
+//! is what the unit tests drive; `watch`, `snapshot` and `server` (with `tls`, `auth` and
+//! `token_review`) are the edges.
 
 pub mod auth;
 pub mod convert;
@@ -17,5 +18,6 @@ pub mod resources;
 pub mod server;
 pub mod snapshot;
 pub mod tls;
+pub mod token_review;
 pub mod validation;
 pub mod watch;

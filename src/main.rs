@@ -16,6 +16,7 @@ use misschedule_exporter::metrics::{self, Shared};
 use misschedule_exporter::reason::DrainTaints;
 use misschedule_exporter::snapshot::Snapshot;
 use misschedule_exporter::tls::ReloadingCert;
+use misschedule_exporter::token_review::TokenReviewer;
 use misschedule_exporter::{server, watch};
 use tokio::net::TcpListener;
 
@@ -106,6 +107,13 @@ struct Web {
     /// File holding the basic-auth password.
     #[arg(long, env = "MISSCHEDULE_AUTH_BASIC_PASSWORD_FILE", requires = "auth_basic_user")]
     auth_basic_password_file: Option<PathBuf>,
+
+    /// Accept a bearer token on /metrics if the API server authenticates it (TokenReview) and
+    /// lets its user `get` the non-resource URL /metrics (SubjectAccessReview), as
+    /// kube-rbac-proxy does: kube-prometheus-stack's Prometheus presents its ServiceAccount
+    /// token. Needs `create` on tokenreviews and subjectaccessreviews. Live mode only.
+    #[arg(long, env = "MISSCHEDULE_AUTH_KUBERNETES", conflicts_with = "snapshot")]
+    auth_kubernetes: bool,
 
     /// How often the TLS and auth files are checked for changes.
     #[arg(long, env = "MISSCHEDULE_CREDENTIALS_RELOAD_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
@@ -199,8 +207,12 @@ async fn run(cli: Cli) -> Outcome {
 
     let live = source.snapshot.is_empty();
     let mut watches = None;
+    let mut token_review = None;
     let shared = if live {
         let client = connect(source).await?;
+        if cli.web.auth_kubernetes {
+            token_review = Some(Arc::new(TokenReviewer::new(client.clone())));
+        }
         let shared = Arc::new(Shared::new(index));
         let config = watch::WatchConfig {
             namespaces: source.namespace.clone(),
@@ -239,7 +251,7 @@ async fn run(cli: Cli) -> Outcome {
             };
             let acceptor = tls.as_ref().map(ReloadingCert::acceptor).transpose().or_exit(Failure::Config)?;
             let basic = web.auth_basic_user.as_deref().zip(web.auth_basic_password_file.as_deref());
-            let auth = Authenticator::load(web.auth_bearer_token_file.as_deref(), basic)
+            let credentials = Authenticator::load(web.auth_bearer_token_file.as_deref(), basic)
                 .or_exit(Failure::Config)?
                 .map(Arc::new);
             let listener = TcpListener::bind(cli.listen)
@@ -250,15 +262,16 @@ async fn run(cli: Cli) -> Outcome {
                 listen = %cli.listen,
                 mode = if live { "live" } else { "snapshot" },
                 scheme = if tls.is_some() { "https" } else { "http" },
-                auth = auth.is_some(),
+                auth = credentials.is_some(),
+                auth_kubernetes = token_review.is_some(),
                 "serving /metrics, /healthz, /readyz"
             );
-            let reloader = (tls.is_some() || auth.is_some()).then(|| {
+            let reloader = (tls.is_some() || credentials.is_some()).then(|| {
                 let every = Duration::from_secs(web.credentials_reload_seconds);
-                tokio::spawn(server::reload_credentials(tls, auth.clone(), shared.clone(), every))
+                tokio::spawn(server::reload_credentials(tls, credentials.clone(), shared.clone(), every))
             });
             let exposition = Arc::new(metrics::Exposition::new(shared.clone()));
-            let router = server::router(shared, exposition, auth);
+            let router = server::router(shared, exposition, server::ScrapeAuth { credentials, token_review });
             server::serve(listener, router, acceptor, shutdown_signal()).await.or_exit(Failure::Runtime)?;
             reloader.inspect(|task| task.abort());
             drop(watches);

@@ -33,9 +33,10 @@ use tokio_rustls::TlsAcceptor;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::auth::Authenticator;
+use crate::auth::{self, Authenticator};
 use crate::metrics::{self, Exposition, Shared};
 use crate::tls::ReloadingCert;
+use crate::token_review::{Decision, TokenReviewer};
 
 /// Connections served at once; further clients wait in the listen backlog. Each holds
 /// at most a header buffer and a reference to the shared response text.
@@ -137,11 +138,20 @@ struct AppState {
     renderers: Arc<Semaphore>,
 }
 
+/// Who may read `/metrics`: holders of the configured credentials, and (with
+/// `token_review`) bearers of a token the API server authenticates and authorizes.
+/// Either is enough; with neither configured, anyone may.
+#[derive(Clone, Debug, Default)]
+pub struct ScrapeAuth {
+    pub credentials: Option<Arc<Authenticator>>,
+    pub token_review: Option<Arc<TokenReviewer>>,
+}
+
 /// The routes. `auth` guards `/metrics` only: the probes reveal nothing, and kubelet
 /// probes cannot present credentials.
-pub fn router(shared: Arc<Shared>, exposition: Arc<Exposition>, auth: Option<Arc<Authenticator>>) -> Router {
+pub fn router(shared: Arc<Shared>, exposition: Arc<Exposition>, auth: ScrapeAuth) -> Router {
     let mut metrics = Router::new().route("/metrics", get(metrics_handler));
-    if let Some(auth) = auth {
+    if auth.credentials.is_some() || auth.token_review.is_some() {
         metrics = metrics.route_layer(middleware::from_fn_with_state(auth, require_auth));
     }
     metrics
@@ -253,13 +263,28 @@ fn report_reload(shared: &Shared, file: &'static str, outcome: Result<bool, Stri
     }
 }
 
-async fn require_auth(State(auth): State<Arc<Authenticator>>, request: Request, next: Next) -> Response {
+async fn require_auth(State(auth): State<ScrapeAuth>, request: Request, next: Next) -> Response {
     let presented = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
-    if auth.allows(presented) {
+    if auth.credentials.as_ref().is_some_and(|c| c.allows(presented)) {
         return next.run(request).await;
     }
+    let bearer = presented
+        .and_then(auth::split_scheme)
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"bearer"))
+        .map(|(_, token)| token);
+    if let (Some(reviewer), Some(token)) = (&auth.token_review, bearer) {
+        match reviewer.review(token).await {
+            Decision::Allowed => return next.run(request).await,
+            Decision::Forbidden => return (StatusCode::FORBIDDEN, "forbidden\n").into_response(),
+            Decision::Unauthenticated => {}
+        }
+    }
     let mut response = (StatusCode::UNAUTHORIZED, "unauthorized\n").into_response();
-    for challenge in auth.challenges() {
+    let static_challenges = auth.credentials.iter().flat_map(|c| c.challenges());
+    let review_challenge = auth.token_review.as_ref().map(|_| Authenticator::BEARER_CHALLENGE);
+    let mut challenges: Vec<&'static str> = static_challenges.chain(review_challenge).collect();
+    challenges.dedup();
+    for challenge in challenges {
         response.headers_mut().append(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
     }
     response

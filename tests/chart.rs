@@ -356,6 +356,29 @@ fn basic_auth_reaches_the_exporter_and_the_service_monitor() {
     );
 }
 
+#[test]
+fn kubernetes_auth_grants_the_reviews_and_sends_prometheus_token() {
+    let files = render(json!({"serviceMonitor": {"enabled": true}, "web": {"kubernetesAuth": true}}));
+    let rules = files["clusterrole.yaml"].1["rules"].as_array().unwrap().clone();
+    assert_eq!(
+        rules[2..],
+        [
+            json!({"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}),
+            json!({"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}),
+        ]
+    );
+    let args = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(args.as_array().unwrap().iter().any(|a| a == "--auth-kubernetes"));
+    assert_eq!(
+        files["servicemonitor.yaml"].1["spec"]["endpoints"][0]["bearerTokenFile"],
+        "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    );
+    // Off by default: no review permissions at all.
+    let files = render(json!({"serviceMonitor": {"enabled": true}}));
+    assert_eq!(files["clusterrole.yaml"].1["rules"].as_array().unwrap().len(), 2);
+    assert!(files["servicemonitor.yaml"].1["spec"]["endpoints"][0].get("bearerTokenFile").is_none());
+}
+
 /// Values that turn on every optional object and knob.
 fn kitchen_sink() -> Value {
     let mut values = everything_on();

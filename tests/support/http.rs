@@ -6,21 +6,26 @@ use std::time::Duration;
 
 /// (status, body), or `None` if nothing answered.
 pub fn request(port: u16, method: &str, path: &str, body: Option<&str>) -> Option<(u16, String)> {
-    exchange(port, method, path, body).map(|(status, _head, body)| (status, body))
+    exchange(port, method, path, "", body).map(|(status, _head, body)| (status, body))
 }
 
 /// (status, headers, body) of a GET.
 pub fn get_with_headers(port: u16, path: &str) -> Option<(u16, String, String)> {
-    exchange(port, "GET", path, None)
+    exchange(port, "GET", path, "", None)
 }
 
-fn exchange(port: u16, method: &str, path: &str, body: Option<&str>) -> Option<(u16, String, String)> {
+/// (status, headers, body) of a GET with `Authorization: {authorization}`.
+pub fn get_authorized(port: u16, path: &str, authorization: &str) -> Option<(u16, String, String)> {
+    exchange(port, "GET", path, &format!("Authorization: {authorization}\r\n"), None)
+}
+
+fn exchange(port: u16, method: &str, path: &str, headers: &str, body: Option<&str>) -> Option<(u16, String, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     let body = body.unwrap_or("");
     write!(
         stream,
-        "{method} {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.0\r\nHost: localhost\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .ok()?;
