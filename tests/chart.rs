@@ -65,6 +65,36 @@ fn everything_on() -> Value {
     json!({"serviceMonitor": {"enabled": true}, "prometheusRule": {"enabled": true}, "grafanaDashboard": {"enabled": true}})
 }
 
+/// Every value the chart takes is in its README's table.
+#[test]
+fn readme_documents_every_value() {
+    let values: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(Path::new(ROOT).join(CHART).join("values.yaml")).unwrap()).unwrap();
+    let readme = std::fs::read_to_string(Path::new(ROOT).join(CHART).join("README.md")).unwrap();
+    // Whole objects documented as one row.
+    let atomic = ["podSecurityContext", "securityContext", "resources", "grafanaDashboard.labels"];
+    let mut missing = Vec::new();
+    let mut stack = vec![(String::new(), &values)];
+    while let Some((path, value)) = stack.pop() {
+        match value.as_object().filter(|map| !map.is_empty() && !atomic.contains(&path.as_str())) {
+            Some(map) => {
+                stack.extend(map.iter().map(|(k, v)| (if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, v)))
+            }
+            None => {
+                // `a.b` or, in a row naming several, `.b` after `a.…`.
+                let (parent, leaf) = path.rsplit_once('.').unwrap_or(("", &path));
+                let named = readme.contains(&format!("`{path}`"))
+                    || (readme.contains(&format!("`{parent}.")) && readme.contains(&format!("`.{leaf}`")))
+                    || readme.contains(&format!("`{path}`,"));
+                if !named {
+                    missing.push(path);
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "values missing from the chart README: {missing:?}");
+}
+
 #[test]
 fn lint_is_clean_in_strict_mode() {
     let out = python(&["lint", CHART]);
