@@ -159,7 +159,12 @@ fn every_alert_links_to_its_runbook_section() {
 fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_reason() {
     use support::prometheus::{Endpoint, Prometheus, service_monitor_scrape_config};
 
-    let rendered = support::chart::render(&json!({"fullnameOverride": "renamed", "serviceMonitor": {"enabled": true}}));
+    // The ServiceMonitor adds the cluster label, as users with one Prometheus per cluster and a
+    // central ruler do.
+    let rendered = support::chart::render(&json!({
+        "fullnameOverride": "renamed",
+        "serviceMonitor": {"enabled": true, "relabelings": [{"targetLabel": "cluster", "replacement": "eu-1"}]},
+    }));
     let (monitor, service) = (&rendered["servicemonitor.yaml"], &rendered["service.yaml"]);
     let replicas: Vec<(u16, support::KillOnDrop)> = ["a", "b"]
         .iter()
@@ -230,7 +235,7 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
         "scrape_configs": [
             service_monitor_scrape_config(monitor, service, &endpoints, "1s"),
             {"job_name": "kube-state-metrics", "honor_labels": true,
-             "static_configs": [{"targets": [format!("127.0.0.1:{}", ksm.port)]}]},
+             "static_configs": [{"targets": [format!("127.0.0.1:{}", ksm.port)], "labels": {"cluster": "eu-1"}}]},
         ],
     });
     let prometheus = Prometheus::start(dir.clone(), &config.to_string());
@@ -240,10 +245,10 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
     assert_eq!(prometheus.query(r#"count(daemonset_misscheduled_nodes{pod=~"renamed-5d4f8-.*"})"#).len(), 1);
 
     let expected: BTreeSet<String> = [
-        r#"DaemonSetDrainStuck {"daemonset":"agent","namespace":"agents","node":"n1","pod":"agent-n1","reason":"autoscaler_drain"}"#,
-        r#"DaemonSetMisscheduledUnexplained {"daemonset":"agent","namespace":"agents"}"#,
-        r#"DaemonSetMisscheduledUnexplained {"daemonset":"web","namespace":"agents"}"#,
-        r#"DaemonSetPodMisscheduled {"daemonset":"agent","key":"pool","namespace":"agents","node":"n2","pod":"agent-n2","reason":"label_drift"}"#,
+        r#"DaemonSetDrainStuck {"cluster":"eu-1","daemonset":"agent","namespace":"agents","node":"n1","pod":"agent-n1","reason":"autoscaler_drain"}"#,
+        r#"DaemonSetMisscheduledUnexplained {"cluster":"eu-1","daemonset":"agent","namespace":"agents"}"#,
+        r#"DaemonSetMisscheduledUnexplained {"cluster":"eu-1","daemonset":"web","namespace":"agents"}"#,
+        r#"DaemonSetPodMisscheduled {"cluster":"eu-1","daemonset":"agent","key":"pool","namespace":"agents","node":"n2","pod":"agent-n2","reason":"label_drift"}"#,
     ]
     .into_iter()
     .map(String::from)
@@ -286,6 +291,10 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
     prometheus.reload();
     let firing = settle("firing");
     assert_eq!(firing, expected.iter().cloned().collect::<Vec<_>>(), "the same alerts, firing");
+    for alert in prometheus.alerts() {
+        let description = alert["annotations"]["description"].as_str().unwrap();
+        assert!(description.contains(" in cluster eu-1"), "{description}");
+    }
 
     // Routing on reason, and the inhibition: agent's pod alert explains agent, so only web's
     // Unexplained reaches the DaemonSet owners. Nothing for the platform team.
@@ -323,6 +332,7 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
         std::thread::sleep(Duration::from_millis(250));
     }
     std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(delivered(), want);
+    let held_by_alertmanager = http::get(am_port, "/api/v2/alerts").map(|(_, body)| body).unwrap_or_default();
+    assert_eq!(delivered(), want, "Alertmanager holds: {held_by_alertmanager}");
     std::fs::remove_dir_all(&am_dir).ok();
 }

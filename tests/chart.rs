@@ -69,7 +69,8 @@ fn everything_on() -> Value {
 #[test]
 fn readme_documents_every_value() {
     let values: Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(Path::new(ROOT).join(CHART).join("values.yaml")).unwrap()).unwrap();
+        serde_saphyr::from_str(&std::fs::read_to_string(Path::new(ROOT).join(CHART).join("values.yaml")).unwrap())
+            .unwrap();
     let readme = std::fs::read_to_string(Path::new(ROOT).join(CHART).join("README.md")).unwrap();
     // Whole objects documented as one row.
     let atomic = ["podSecurityContext", "securityContext", "resources", "grafanaDashboard.labels"];
@@ -77,9 +78,8 @@ fn readme_documents_every_value() {
     let mut stack = vec![(String::new(), &values)];
     while let Some((path, value)) = stack.pop() {
         match value.as_object().filter(|map| !map.is_empty() && !atomic.contains(&path.as_str())) {
-            Some(map) => {
-                stack.extend(map.iter().map(|(k, v)| (if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, v)))
-            }
+            Some(map) => stack
+                .extend(map.iter().map(|(k, v)| (if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, v))),
             None => {
                 // `a.b` or, in a row naming several, `.b` after `a.…`.
                 let (parent, leaf) = path.rsplit_once('.').unwrap_or(("", &path));
@@ -96,14 +96,18 @@ fn readme_documents_every_value() {
 }
 
 #[test]
-fn lint_is_clean_in_strict_mode() {
-    let out = python(&["lint", CHART]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["errors"], json!([]), "{report}");
-    let serious: Vec<_> =
-        report["messages"].as_array().unwrap().iter().filter(|m| m["severity"].as_i64() >= Some(2)).collect();
-    assert!(serious.is_empty(), "lint warnings or errors: {serious:?}");
+fn lint_is_clean_in_strict_mode_with_every_value_set() {
+    let mut kubernetes_auth = kitchen_sink();
+    kubernetes_auth["web"] = json!({"kubernetesAuth": true});
+    for values in [json!({}), everything_on_with_tls_and_auth(), kitchen_sink(), kubernetes_auth] {
+        let out = python(&["lint", CHART, &values.to_string()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["errors"], json!([]), "{values}: {report}");
+        let serious: Vec<_> =
+            report["messages"].as_array().unwrap().iter().filter(|m| m["severity"].as_i64() >= Some(2)).collect();
+        assert!(serious.is_empty(), "lint warnings or errors with {values}: {serious:?}");
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Render or lint the chart with helm-python-sdk (Helm v4's SDK; no helm binary).
 
-  helm.py lint CHART                       -> lint report (JSON) on stdout, strict mode
+  helm.py lint CHART [VALUES_JSON]         -> lint report (JSON) on stdout, strict mode
   helm.py render CHART OUTDIR [VALUES_JSON] -> one file per rendered template in OUTDIR
   helm.py validate CHART VALUES_JSON       -> exit 1 with the schema error if values are invalid
   helm.py notes CHART VALUES_JSON          -> the rendered NOTES.txt on stdout
@@ -18,7 +18,8 @@ RELEASE, NAMESPACE = "mse", "monitoring"
 def main(argv):
     command, chart = argv[1], argv[2]
     if command == "lint":
-        print(json.dumps(helm.lint(chart, strict=True, namespace=NAMESPACE)))
+        values = json.loads(argv[3]) if len(argv) > 3 else None
+        print(json.dumps(helm.lint(chart, values, strict=True, namespace=NAMESPACE)))
     elif command == "render":
         outdir = argv[3]
         values = json.loads(argv[4]) if len(argv) > 4 else {}

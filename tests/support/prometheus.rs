@@ -33,6 +33,9 @@ impl Prometheus {
             .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--web.enable-lifecycle")
+            // Firing alerts go out again every second: a reload rebuilds the Alertmanager list
+            // (a few seconds), and alerts that fire meanwhile would otherwise wait a minute.
+            .arg("--rules.alert.resend-delay=1s")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
