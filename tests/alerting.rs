@@ -77,36 +77,48 @@ fn alertmanager_routes_each_reason() {
     assert!(!wrong.status.success());
 }
 
-struct Alertmanager(Child);
+/// A real Alertmanager on loopback with `config`, its state in `dir`; ready when returned.
+struct Alertmanager {
+    child: Child,
+    port: u16,
+}
+
+impl Alertmanager {
+    fn start(dir: &Path, config: &str) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("alertmanager.yaml"), config).unwrap();
+        let port = http::free_port();
+        let child = Command::new("prometheus-alertmanager")
+            .arg(format!("--config.file={}", dir.join("alertmanager.yaml").display()))
+            .arg(format!("--storage.path={}", dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--cluster.listen-address=")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus-alertmanager is required (scripts/test.sh installs it)");
+        let alertmanager = Self { child, port };
+        http::wait_ok(port, "/-/ready", Duration::from_secs(20));
+        alertmanager
+    }
+}
 
 impl Drop for Alertmanager {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
 #[test]
 fn unexplained_is_inhibited_while_a_pod_alert_explains_the_daemonset() {
     let dir = std::env::temp_dir().join(format!("misschedule-am-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     // Same configuration, with receivers pointed at loopback so nothing leaves the machine.
     let config = std::fs::read_to_string(Path::new(ROOT).join(ROUTING))
         .unwrap()
         .replace("http://alert-sink.example", "http://127.0.0.1:9");
-    std::fs::write(dir.join("alertmanager.yaml"), config).unwrap();
-    let port = http::free_port();
-    let child = Command::new("prometheus-alertmanager")
-        .arg(format!("--config.file={}", dir.join("alertmanager.yaml").display()))
-        .arg(format!("--storage.path={}", dir.join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--cluster.listen-address=")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("prometheus-alertmanager is required (scripts/test.sh installs it)");
-    let _am = Alertmanager(child);
-    http::wait_ok(port, "/-/ready", Duration::from_secs(20));
+    let am = Alertmanager::start(&dir, &config);
+    let port = am.port;
 
     let alert = |name: &str, ds: &str| json!({"labels": {"alertname": name, "namespace": "monitoring", "daemonset": ds, "severity": "warning"}});
     let alerts = json!([
@@ -188,7 +200,6 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
 
     // Alertmanager with the example routing, receivers pointed at the loopback webhook.
     let am_dir = std::env::temp_dir().join(format!("misschedule-am-e2e-{}", std::process::id()));
-    std::fs::create_dir_all(&am_dir).unwrap();
     let mut routing: Value =
         serde_saphyr::from_str(&std::fs::read_to_string(Path::new(ROOT).join(ROUTING)).unwrap()).unwrap();
     routing["route"]["group_wait"] = json!("1s");
@@ -199,20 +210,8 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
             hook["url"] = json!(format!("http://127.0.0.1:{}/{path}", webhooks.port));
         }
     }
-    std::fs::write(am_dir.join("alertmanager.yaml"), routing.to_string()).unwrap();
-    let am_port = http::free_port();
-    let _am = Alertmanager(
-        Command::new("prometheus-alertmanager")
-            .arg(format!("--config.file={}", am_dir.join("alertmanager.yaml").display()))
-            .arg(format!("--storage.path={}", am_dir.join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{am_port}"))
-            .arg("--cluster.listen-address=")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus-alertmanager is required (scripts/test.sh installs it)"),
-    );
-    http::wait_ok(am_port, "/-/ready", Duration::from_secs(20));
+    let am = Alertmanager::start(&am_dir, &routing.to_string());
+    let am_port = am.port;
 
     let dir = Prometheus::dir("alerting-e2e");
     let shipped = std::fs::read_to_string(Path::new(ROOT).join(RULES)).unwrap();
