@@ -6,7 +6,8 @@
 #   - PyPI helm-python-sdk 0.2.2 and kubernetes-validate for the chart tests
 #   - kube-apiserver and kube-controller-manager v1.20.2, built once from Debian's
 #     source package and cached under ~/.cache/misschedule-exporter (6-10 min the first time)
-#   - cargo test: unit, property, snapshot, CLI and real-control-plane tests
+#   - cargo test, both tiers: the fast one (pure and in-process; plain `cargo test` runs only
+#     it) and the slow one (control plane, Prometheus, Alertmanager, promtool, jsonnet, the chart)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +27,7 @@ python3 -c 'import helm_python, kubernetes_validate' 2>/dev/null ||
   python3 -m pip install --quiet --disable-pip-version-check 'helm-python-sdk==0.2.2' 'kubernetes-validate==1.37.0'
 bash tests/controlplane/controlplane.sh build
 echo "[test] control plane binaries ready after $((SECONDS - started))s"
-cargo test --locked
+cargo test --locked -- --include-ignored
 # A short run of the scale benchmark: it checks its results at small size, not the targets.
 bash scripts/bench.sh --smoke
 echo "[test] done in $((SECONDS - started))s"

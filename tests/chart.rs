@@ -96,6 +96,7 @@ fn readme_documents_every_value() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn lint_is_clean_in_strict_mode_with_every_value_set() {
     let mut kubernetes_auth = kitchen_sink();
     kubernetes_auth["web"] = json!({"kubernetesAuth": true});
@@ -111,6 +112,7 @@ fn lint_is_clean_in_strict_mode_with_every_value_set() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn schema_rejects_bad_values() {
     for bad in [
         json!({"exporter": {"logFormat": "xml"}}),
@@ -134,6 +136,7 @@ fn schema_rejects_bad_values() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn default_objects_and_optional_ones() {
     let kinds = |files: &BTreeMap<String, (String, Value)>| -> Vec<String> {
         files.values().map(|(_, v)| v["kind"].as_str().unwrap().to_owned()).collect()
@@ -161,6 +164,7 @@ fn default_objects_and_optional_ones() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn cluster_role_is_exactly_read_only_on_four_resources() {
     let files = render(json!({}));
     let rules = &files["clusterrole.yaml"].1["rules"];
@@ -177,6 +181,7 @@ fn cluster_role_is_exactly_read_only_on_four_resources() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn hardened_defaults() {
     let files = render(json!({}));
     let pod = &files["deployment.yaml"].1["spec"]["template"]["spec"];
@@ -198,6 +203,7 @@ fn hardened_defaults() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn exporter_flags_come_from_values() {
     let files = render(json!({"exporter": {"namespaces": ["a", "b"], "drainTaintKeys": ["example.com/drain", "x/*"]}}));
     let args = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0]["args"];
@@ -223,6 +229,7 @@ fn promtool_check(name: &str, spec: &Value) {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn default_rules_and_dashboard_are_the_repository_files() {
     let files = render(everything_on());
     assert_eq!(files["prometheusrule.yaml"].1["spec"], parse_yaml("alerts/misschedule-exporter.rules.yaml"));
@@ -238,6 +245,7 @@ fn default_rules_and_dashboard_are_the_repository_files() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk and promtool: scripts/test.sh runs it"]
 fn drain_stuck_threshold_is_configurable_and_the_rules_stay_valid() {
     let files = render(json!({"prometheusRule": {"enabled": true, "drainStuckSeconds": 3600}}));
     let spec = &files["prometheusrule.yaml"].1["spec"];
@@ -251,6 +259,7 @@ fn drain_stuck_threshold_is_configurable_and_the_rules_stay_valid() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk and promtool: scripts/test.sh runs it"]
 fn rule_values_disable_override_and_label_alerts_as_data() {
     let files = render(json!({"prometheusRule": {
         "enabled": true,
@@ -296,6 +305,7 @@ fn rule_values_disable_override_and_label_alerts_as_data() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn multi_cluster_shows_the_dashboards_cluster_variable() {
     let cluster_hide = |values: Value| -> Value {
         let files = render(values);
@@ -311,6 +321,7 @@ fn multi_cluster_shows_the_dashboards_cluster_variable() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn image_reference_from_registry_repository_tag_or_digest() {
     let image = |values: Value| -> String {
         render(values)["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0]["image"]
@@ -336,6 +347,7 @@ fn image_reference_from_registry_repository_tag_or_digest() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn service_monitor_job_label_relabelings_namespace_and_labels() {
     let files = render(json!({
         "fullnameOverride": "renamed",
@@ -366,6 +378,7 @@ fn service_monitor_job_label_relabelings_namespace_and_labels() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn basic_auth_reaches_the_exporter_and_the_service_monitor() {
     let files = render(json!({
         "serviceMonitor": {"enabled": true},
@@ -391,6 +404,7 @@ fn basic_auth_reaches_the_exporter_and_the_service_monitor() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn kubernetes_auth_grants_the_reviews_and_sends_prometheus_token() {
     let files = render(json!({"serviceMonitor": {"enabled": true}, "web": {"kubernetesAuth": true}}));
     let rules = files["clusterrole.yaml"].1["rules"].as_array().unwrap().clone();
@@ -434,6 +448,7 @@ fn kitchen_sink() -> Value {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn optional_objects_network_policy_pdb_spread_and_extra_manifests() {
     let files = render(kitchen_sink());
     // Every object the chart makes carries commonLabels; extraManifests are the user's own.
@@ -470,6 +485,7 @@ fn optional_objects_network_policy_pdb_spread_and_extra_manifests() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn helm_test_hook_requests_readyz_through_the_service() {
     for (values, url) in [
         (json!({}), "http://mse-misschedule-exporter.monitoring.svc:18493/readyz"),
@@ -486,6 +502,7 @@ fn helm_test_hook_requests_readyz_through_the_service() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn notes_tell_kube_prometheus_stack_users_about_the_release_label() {
     let notes = |values: Value| -> String {
         let out = python(&["notes", CHART, &values.to_string()]);
@@ -515,6 +532,7 @@ fn everything_on_with_tls_and_auth() -> Value {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn tls_and_auth_mount_their_secrets_and_reach_the_service_monitor() {
     let files = render(everything_on_with_tls_and_auth());
     let pod = &files["deployment.yaml"].1["spec"]["template"]["spec"];
@@ -551,6 +569,7 @@ fn tls_and_auth_mount_their_secrets_and_reach_the_service_monitor() {
 }
 
 #[test]
+#[ignore = "needs helm-python-sdk and kubernetes-validate: scripts/test.sh runs it"]
 fn rendered_manifests_pass_kubernetes_validate_strict() {
     for (name, values) in
         [("plain", everything_on()), ("tls", everything_on_with_tls_and_auth()), ("kitchen-sink", kitchen_sink())]

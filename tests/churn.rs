@@ -120,6 +120,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the control plane: scripts/test.sh runs it"]
 async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
     let setting = |name: &str, default: u64| std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default);
     let churn_for = Duration::from_secs(setting("CHURN_SECONDS", 60));

@@ -78,6 +78,7 @@ async fn create_scene(admin: &Cluster) {
 const ALL: [&str; 4] = ["datadog-agent", "ssd-agent", "avx-agent", "zone-agent"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the control plane: scripts/test.sh runs it"]
 async fn scenarios_match_the_real_daemonset_controller() {
     let cp = ControlPlane::start("scenarios");
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;

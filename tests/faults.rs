@@ -56,6 +56,7 @@ fn drain(node: &str) -> BTreeSet<(String, String, String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the control plane: scripts/test.sh runs it"]
 async fn apiserver_outage_serves_last_state_and_recovers() {
     let cp = ControlPlane::start("outage");
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
@@ -102,6 +103,7 @@ async fn apiserver_outage_serves_last_state_and_recovers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the control plane: scripts/test.sh runs it"]
 async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
     let cp = ControlPlane::start("rbac");
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
@@ -173,6 +175,7 @@ fn compact_etcd(endpoint: &str) -> i64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the control plane: scripts/test.sh runs it"]
 async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     // Without the watch cache the API server serves watches from etcd, so compacting etcd
     // expires the exporter's resourceVersions, exactly as a long disconnection would.

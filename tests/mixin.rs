@@ -20,6 +20,7 @@ fn jsonnet(code: &str) -> Value {
 }
 
 #[test]
+#[ignore = "needs jsonnet: scripts/test.sh runs it"]
 fn checked_in_files_are_what_the_mixin_renders() {
     let out = Command::new("bash").arg("scripts/mixin.sh").arg("--check").current_dir(ROOT).output().unwrap();
     assert!(
@@ -47,6 +48,7 @@ fn expressions(mixin: &Value) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs jsonnet and promtool: scripts/test.sh runs it"]
 fn config_reaches_every_expression() {
     let custom = jsonnet(
         r#"local m = (import "mixin/mixin.libsonnet") + { _config+:: {
