@@ -22,8 +22,9 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{Index, Indexed};
-use misschedule_exporter::metrics::{self, Shared};
-use misschedule_exporter::resources::{DaemonPod, NodeTaints};
+use misschedule_exporter::k8s::slim::{DaemonPod, NodeTaints};
+use misschedule_exporter::report::metrics;
+use misschedule_exporter::telemetry::Shared;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use synth::Shape;
@@ -216,8 +217,8 @@ fn main() {
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     let port = listener.local_addr().unwrap().port();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let router = misschedule_exporter::server::router(shared.clone(), exposition, Default::default());
-    let server = runtime.spawn(misschedule_exporter::server::serve(listener, router, None, async {
+    let router = misschedule_exporter::http::server::router(shared.clone(), exposition, Default::default());
+    let server = runtime.spawn(misschedule_exporter::http::server::serve(listener, router, None, async {
         let _ = stop_rx.await;
     }));
     let (_, body_size) = scrape(port);

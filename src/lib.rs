@@ -1,23 +1,18 @@
 //! misschedule-exporter: explains why DaemonSet pods are misscheduled.
 //!
-//! The pure core (`model`, `eligibility`, `reason`, `index`) holds no I/O and
-//! is what the unit tests drive; `watch`, `snapshot` and `server` (with `tls`, `auth` and
-//! `token_review`) are the edges.
+//! ```text
+//!   source (watch | snapshot) ──events──▶ index ──views──▶ report (metrics | explain) ──▶ http
+//!        │ decodes k8s (slim shapes)       │ keeps model,    │ asks rules why
+//!        └──reports to telemetry           │ converted by k8s└─ telemetry: self-metrics, readiness, clock
+//! ```
+//! `model`, `rules`, `k8s` (shapes and conversion) and `index` are pure: no I/O, driven by the
+//! unit tests. `source` and `http` are the edges; `main` only wires them.
 
-pub mod auth;
-pub mod convert;
-pub mod eligibility;
-pub mod explain;
+pub mod http;
 pub mod index;
-pub mod interner;
-pub mod metrics;
+pub mod k8s;
 pub mod model;
-pub mod reason;
-pub mod reload;
-pub mod resources;
-pub mod server;
-pub mod snapshot;
-pub mod tls;
-pub mod token_review;
-pub mod validation;
-pub mod watch;
+pub mod report;
+pub mod rules;
+pub mod source;
+pub mod telemetry;

@@ -9,15 +9,17 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use misschedule_exporter::auth::Authenticator;
-use misschedule_exporter::explain::{self, render_table};
+use misschedule_exporter::http::auth::Authenticator;
+use misschedule_exporter::http::server;
+use misschedule_exporter::http::tls::ReloadingCert;
+use misschedule_exporter::http::token_review::TokenReviewer;
 use misschedule_exporter::index::{self, Index};
-use misschedule_exporter::metrics::{self, Shared};
-use misschedule_exporter::reason::DrainTaints;
-use misschedule_exporter::snapshot::Snapshot;
-use misschedule_exporter::tls::ReloadingCert;
-use misschedule_exporter::token_review::TokenReviewer;
-use misschedule_exporter::{server, watch};
+use misschedule_exporter::report::explain::{self, render_table};
+use misschedule_exporter::report::metrics;
+use misschedule_exporter::rules::reason::DrainTaints;
+use misschedule_exporter::source::snapshot::Snapshot;
+use misschedule_exporter::source::watch;
+use misschedule_exporter::telemetry::{Shared, unix_now};
 use tokio::net::TcpListener;
 
 /// jemalloc (see Cargo.toml); the bench uses the same allocator as the exporter.
@@ -203,7 +205,7 @@ async fn run(cli: Cli) -> Outcome {
         drain_taints: DrainTaints::with_extra(source.drain_taint_keys.iter().cloned()),
         namespace_scopes: source.namespace.len(),
     });
-    index.set_now(watch::unix_now());
+    index.set_now(unix_now());
 
     let live = source.snapshot.is_empty();
     let mut watches = None;
@@ -235,7 +237,7 @@ async fn run(cli: Cli) -> Outcome {
                 wait_until_synced(&shared).await?;
             }
             let index = shared.read();
-            let explanation = explain::explain(&index, &source.namespace, daemonset.as_deref(), watch::unix_now());
+            let explanation = explain::explain(&index, &source.namespace, daemonset.as_deref(), unix_now());
             let text = match output {
                 Output::Table => render_table(&explanation),
                 Output::Json => serde_json::to_string_pretty(&explanation.pods).or_exit(Failure::Runtime)? + "\n",

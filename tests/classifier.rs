@@ -6,7 +6,7 @@ mod support;
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{self, Index};
-use misschedule_exporter::reason::DrainTaints;
+use misschedule_exporter::rules::reason::DrainTaints;
 use serde_json::json;
 use support::*;
 
@@ -347,7 +347,7 @@ fn oldest_pod_decides_the_node_reason() {
     );
     let by_reason = index.daemonsets()[0].misscheduled_nodes_by_reason();
     assert_eq!(by_reason.iter().sum::<u32>(), 1);
-    assert_eq!(by_reason[misschedule_exporter::reason::Reason::DaemonSetChanged.index()], 1);
+    assert_eq!(by_reason[misschedule_exporter::rules::reason::Reason::DaemonSetChanged.index()], 1);
 }
 
 #[test]

@@ -3,9 +3,9 @@
 
 mod support;
 
-use misschedule_exporter::convert;
-use misschedule_exporter::eligibility::should_run;
-use misschedule_exporter::interner::Interner;
+use misschedule_exporter::k8s::convert;
+use misschedule_exporter::model::interner::Interner;
+use misschedule_exporter::rules::eligibility::should_run;
 use serde_json::{Value, json};
 use support::{daemonset, node};
 

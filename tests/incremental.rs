@@ -242,9 +242,9 @@ proptest! {
     /// the new pod would give the cached one.
     #[test]
     fn unchanged_pod_check_agrees_with_conversion(cached in daemon_pod_json(), other in daemon_pod_json(), change in 0..FIELDS.len() + 2) {
-        use misschedule_exporter::convert;
-        use misschedule_exporter::interner::Interner;
-        use misschedule_exporter::resources::DaemonPod;
+        use misschedule_exporter::k8s::convert;
+        use misschedule_exporter::model::interner::Interner;
+        use misschedule_exporter::k8s::slim::DaemonPod;
         // The new pod is the cached one with one field taken from another draw (as most
         // updates are), or the cached one unchanged, or a different pod altogether.
         let decoded = match FIELDS.get(change) {
@@ -275,9 +275,9 @@ proptest! {
     #[test]
     fn slim_pod_decodes_like_the_full_pod(pod in daemon_pod_json()) {
         use k8s_openapi::api::core::v1::Pod;
-        use misschedule_exporter::convert;
-        use misschedule_exporter::interner::Interner;
-        use misschedule_exporter::resources::DaemonPod;
+        use misschedule_exporter::k8s::convert;
+        use misschedule_exporter::model::interner::Interner;
+        use misschedule_exporter::k8s::slim::DaemonPod;
         let bytes = serde_json::to_vec(&pod).unwrap();
         let full: Pod = serde_json::from_slice(&bytes).unwrap();
         let from_bytes: DaemonPod = serde_json::from_slice(&bytes).unwrap();
@@ -336,9 +336,9 @@ proptest! {
     /// converting the new node would give the cached one.
     #[test]
     fn unchanged_node_check_agrees_with_conversion(cached in node_json(), other in node_json(), change in 0..NODE_FIELDS.len() + 2) {
-        use misschedule_exporter::convert;
-        use misschedule_exporter::interner::Interner;
-        use misschedule_exporter::resources::NodeTaints;
+        use misschedule_exporter::k8s::convert;
+        use misschedule_exporter::model::interner::Interner;
+        use misschedule_exporter::k8s::slim::NodeTaints;
         let decoded = match NODE_FIELDS.get(change) {
             Some(field) => {
                 let mut decoded = cached.clone();

@@ -4,7 +4,8 @@ mod support;
 
 use std::sync::Arc;
 
-use misschedule_exporter::metrics::{Exposition, Shared};
+use misschedule_exporter::report::metrics::Exposition;
+use misschedule_exporter::telemetry::Shared;
 use serde_json::json;
 use support::*;
 

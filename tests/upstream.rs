@@ -12,11 +12,11 @@ mod support;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use misschedule_exporter::convert::{self, target_node_name};
-use misschedule_exporter::eligibility::should_run;
 use misschedule_exporter::index::Index;
-use misschedule_exporter::interner::Interner;
-use misschedule_exporter::resources::DaemonPod;
+use misschedule_exporter::k8s::convert::{self, target_node_name};
+use misschedule_exporter::k8s::slim::DaemonPod;
+use misschedule_exporter::model::interner::Interner;
+use misschedule_exporter::rules::eligibility::should_run;
 use serde_json::{Value, json};
 use support::{cluster, from, misscheduled};
 

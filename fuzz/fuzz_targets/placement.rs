@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use misschedule_exporter::eligibility::should_run;
+use misschedule_exporter::rules::eligibility::should_run;
 use misschedule_exporter::model::{
     Node, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect, Toleration,
     TolerationOperator,

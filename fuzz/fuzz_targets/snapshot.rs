@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use misschedule_exporter::index::Index;
-use misschedule_exporter::metrics::{Exposition, Shared};
-use misschedule_exporter::snapshot::Snapshot;
+use misschedule_exporter::report::metrics::Exposition;
+use misschedule_exporter::telemetry::Shared;
+use misschedule_exporter::source::snapshot::Snapshot;
 
 fuzz_target!(|data: &[u8]| {
     let mut snapshot = Snapshot::default();

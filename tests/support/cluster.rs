@@ -211,12 +211,12 @@ impl Cluster {
         let Ok(pods) = self.pods.list(&ListParams::default()).await else { return };
         for pod in pods {
             // The shape the exporter reads, so that the test binds where the exporter looks.
-            let pod = misschedule_exporter::resources::DaemonPod::from(pod);
+            let pod = misschedule_exporter::k8s::slim::DaemonPod::from(pod);
             let Some(spec) = pod.spec.as_ref() else { continue };
             if spec.node_name.is_some() || pod.metadata.deletion_timestamp.is_some() {
                 continue;
             }
-            let Some(node) = misschedule_exporter::convert::target_node_name(spec) else { continue };
+            let Some(node) = misschedule_exporter::k8s::convert::target_node_name(spec) else { continue };
             let binding = json!({"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": pod.metadata.name.clone().unwrap()},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}});

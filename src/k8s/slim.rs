@@ -18,7 +18,7 @@ use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::model::{TaintEffect, TolerationOperator, TolerationParts};
+use crate::model::{PlacementSpec, TaintEffect, TolerationOperator, TolerationParts};
 
 /// The metadata fields the exporter (and the watcher, for resourceVersion) uses.
 #[derive(Deserialize)]
@@ -51,14 +51,6 @@ fn slim_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D
         deletion_grace_period_seconds: m.deletion_grace_period_seconds,
         ..ObjectMeta::default()
     })
-}
-
-/// The placement fields a pod and a pod template share, read the same way for both.
-pub trait PlacementSpec {
-    /// The nodeSelector's pairs, sorted by key.
-    fn node_selector(&self) -> impl Iterator<Item = (&str, &str)>;
-    fn tolerations(&self) -> impl Iterator<Item = TolerationParts<'_>>;
-    fn host_network(&self) -> bool;
 }
 
 /// A daemon pod: metadata plus the placement part of its spec.

@@ -2,7 +2,9 @@
 //! cert-manager or a rotated Secret takes effect without a restart.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -11,7 +13,7 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio_rustls::TlsAcceptor;
 
-use crate::reload::{FileError, WatchedFiles};
+use crate::http::reload::{FileError, WatchedFiles};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -56,10 +58,10 @@ impl ReloadingCert {
     /// Re-read both files. `Ok(true)`: a new certificate is in use; `Ok(false)`: the files
     /// are unchanged. On error the previous certificate stays in use.
     pub fn reload_if_changed(&self) -> Result<bool, TlsError> {
-        let mut files = self.files.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut files = self.files.lock();
         let Some([cert_pem, key_pem]) = files.read_if_changed()? else { return Ok(false) };
         let next = certified_key(&self.cert_path, &cert_pem, &self.key_path, &key_pem, &self.provider)?;
-        *self.current.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
+        *self.current.write() = Arc::new(next);
         Ok(true)
     }
 
@@ -76,7 +78,7 @@ impl ReloadingCert {
 
 impl ResolvesServerCert for ReloadingCert {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone())
+        Some(self.current.read().clone())
     }
 }
 

@@ -2,160 +2,24 @@
 //! stale series can outlive their pod), plus the exporter's own telemetry.
 
 use std::fmt;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 
 use bytes::Bytes;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use crate::index::{Index, MisscheduledPod, Resource, nodes_by_reason};
+use crate::index::{MisscheduledPod, Resource, nodes_by_reason};
 use crate::model::DaemonSet;
-use crate::reason::Reason;
+use crate::rules::reason::Reason;
+use crate::telemetry::Shared;
 
 pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-type ResourceLabel = [(&'static str, &'static str); 1];
-type EventLabels = [(&'static str, &'static str); 2];
-type FileLabel = [(&'static str, &'static str); 1];
-type ReloadLabels = [(&'static str, &'static str); 2];
-
-/// Per-resource watch health and counters, written by the watch tasks.
-#[derive(Debug)]
-pub struct Telemetry {
-    pub watch_events: Family<EventLabels, Counter>,
-    pub watch_errors: Family<ResourceLabel, Counter>,
-    pub watch_expiries: Family<ResourceLabel, Counter>,
-    pub invalid_objects: Family<ResourceLabel, Counter>,
-    pub apply_duration: Histogram,
-    pub reloads: Family<ReloadLabels, Counter>,
-    /// 1 while the files on disk are unusable and the previous credentials serve.
-    pub reload_failing: Family<FileLabel, Gauge>,
-    /// When each resource's watch last failed (unix milliseconds; 0 = never).
-    last_error_ms: [AtomicI64; 4],
-    last_event: [AtomicI64; 4],
-}
-
-/// A watch counts as failing until it has gone this long without an error. It is longer
-/// than the longest retry backoff, so a watch that keeps failing never looks healthy
-/// between attempts (a relist can complete, then the watch call is refused again).
-pub const UNHEALTHY_AFTER_ERROR: std::time::Duration =
-    std::time::Duration::from_millis(crate::watch::MAX_BACKOFF.as_millis() as u64 + 2_000);
-
-fn unix_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
-/// Every watch event type, as the `type` label spells it.
-pub const EVENT_TYPES: [&str; 5] = ["init", "init_apply", "init_done", "apply", "delete"];
-
-impl Default for Telemetry {
-    fn default() -> Self {
-        let telemetry = Self {
-            watch_events: Family::default(),
-            watch_errors: Family::default(),
-            watch_expiries: Family::default(),
-            invalid_objects: Family::default(),
-            // 1µs .. ~1s
-            apply_duration: Histogram::new(exponential_buckets(1e-6, 4.0, 11)),
-            reloads: Family::default(),
-            reload_failing: Family::default(),
-            last_error_ms: std::array::from_fn(|_| AtomicI64::new(0)),
-            last_event: std::array::from_fn(|_| AtomicI64::new(0)),
-        };
-        // Counters exist at zero from the start, so rate() and alerts see "none yet", not "no data".
-        for resource in Resource::ALL {
-            for kind in EVENT_TYPES {
-                telemetry.watch_events.get_or_create_owned(&[("resource", resource.as_str()), ("type", kind)]);
-            }
-            telemetry.watch_errors.get_or_create_owned(&[("resource", resource.as_str())]);
-            telemetry.watch_expiries.get_or_create_owned(&[("resource", resource.as_str())]);
-            telemetry.invalid_objects.get_or_create_owned(&[("resource", resource.as_str())]);
-        }
-        for file in ["tls", "auth"] {
-            telemetry.reload_failing.get_or_create_owned(&[("file", file)]);
-            for result in ["success", "failure"] {
-                telemetry.reloads.get_or_create_owned(&[("file", file), ("result", result)]);
-            }
-        }
-        telemetry
-    }
-}
-
-impl Telemetry {
-    pub fn record_event(&self, resource: Resource, kind: &'static str, now: i64) {
-        self.watch_events.get_or_create(&[("resource", resource.as_str()), ("type", kind)]).inc();
-        self.last_event[resource as usize].store(now, Ordering::Relaxed);
-    }
-
-    pub fn record_error(&self, resource: Resource) {
-        self.watch_errors.get_or_create(&[("resource", resource.as_str())]).inc();
-        self.last_error_ms[resource as usize].store(unix_ms(), Ordering::Relaxed);
-    }
-
-    pub fn record_expiry(&self, resource: Resource) {
-        self.watch_expiries.get_or_create(&[("resource", resource.as_str())]).inc();
-    }
-
-    pub fn record_invalid(&self, resource: Resource) {
-        self.invalid_objects.get_or_create(&[("resource", resource.as_str())]).inc();
-    }
-
-    pub fn record_reload(&self, file: &'static str, success: bool) {
-        let result = if success { "success" } else { "failure" };
-        self.reloads.get_or_create(&[("file", file), ("result", result)]).inc();
-        self.reload_failing.get_or_create(&[("file", file)]).set(i64::from(!success));
-    }
-
-    /// No watch error within `UNHEALTHY_AFTER_ERROR`.
-    pub fn healthy(&self, resource: Resource) -> bool {
-        let last_error = self.last_error_ms[resource as usize].load(Ordering::Relaxed);
-        last_error == 0 || unix_ms() - last_error > UNHEALTHY_AFTER_ERROR.as_millis() as i64
-    }
-
-    pub fn last_event(&self, resource: Resource) -> i64 {
-        self.last_event[resource as usize].load(Ordering::Relaxed)
-    }
-}
-
-/// What the watch tasks, the HTTP server and the collector share.
-#[derive(Debug, Default)]
-pub struct Shared {
-    index: RwLock<Index>,
-    pub telemetry: Telemetry,
-}
-
-impl Shared {
-    pub fn new(index: Index) -> Self {
-        Self { index: RwLock::new(index), telemetry: Telemetry::default() }
-    }
-
-    /// A panic elsewhere must not take the metrics down with it: the index is
-    /// only ever mutated through methods that leave it consistent.
-    pub fn read(&self) -> RwLockReadGuard<'_, Index> {
-        self.index.read().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    pub fn write(&self) -> RwLockWriteGuard<'_, Index> {
-        self.index.write().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    pub fn into_index(self) -> Index {
-        self.index.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Ready: every cache has listed, and no watch is currently failing.
-    pub fn not_ready(&self) -> Vec<Resource> {
-        let index = self.read();
-        Resource::ALL.into_iter().filter(|&r| !index.is_synced(r) || !self.telemetry.healthy(r)).collect()
-    }
-}
 
 /// What `/metrics` serves: the classification, rendered once per index generation
 /// and reused until the index changes (a scrape of 200,000 pods would otherwise
@@ -241,7 +105,7 @@ impl Exposition {
 
     fn classification_text(&self) -> Result<Bytes, fmt::Error> {
         // One renderer at a time; the others wait and reuse its result.
-        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut cache = self.cache.lock();
         let current = self.shared.read().generation();
         if let Some((generation, text)) = cache.as_ref()
             && *generation == current

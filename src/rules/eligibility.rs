@@ -13,7 +13,7 @@ use crate::model::{
     LabelSelector, Node, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect,
     Toleration, TolerationOperator,
 };
-use crate::validation::{is_label_value, is_qualified_name};
+use crate::rules::validation::{is_label_value, is_qualified_name};
 
 /// The only node field a `matchFields` requirement can see set.
 pub const NODE_NAME_FIELD: &str = "metadata.name";

@@ -6,16 +6,16 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::resources::{DaemonPod, NodeTaints};
+use crate::k8s::slim::{DaemonPod, NodeTaints};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 
 use crate::index::Indexed;
-use crate::metrics::Shared;
+use crate::telemetry::{EventType, Shared, UNHEALTHY_AFTER_ERROR, unix_now};
 
 /// What to watch.
 #[derive(Clone, Debug)]
@@ -62,6 +62,8 @@ const MIN_BACKOFF: Duration = Duration::from_millis(500);
 /// Short enough to resync within seconds of the API server coming back; failed
 /// calls are cheap. An attempt that runs cleanly for twice this long resets it.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+// A watch that keeps failing must not look healthy between attempts.
+const _: () = assert!(MAX_BACKOFF.as_millis() < UNHEALTHY_AFTER_ERROR.as_millis());
 
 /// Watch one resource forever. After any error the watch is restarted with a
 /// fresh list (after a backoff), so that recovery is proven by a completed
@@ -103,8 +105,8 @@ where
                     break;
                 }
             };
-            let kind = event_type(&event);
-            if kind == "init_done" {
+            let kind = EventType::of(&event);
+            if kind == EventType::InitDone {
                 tracing::info!(
                     resource = resource.as_str(),
                     namespace = scope.as_deref().unwrap_or("*"),
@@ -145,19 +147,4 @@ fn is_expired(error: &watcher::Error) -> bool {
         watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.code == 410,
         _ => false,
     }
-}
-
-/// The `type` label of `misschedule_exporter_watch_events_total` (see `metrics::EVENT_TYPES`).
-fn event_type<K>(event: &Event<K>) -> &'static str {
-    match event {
-        Event::Apply(_) => "apply",
-        Event::Delete(_) => "delete",
-        Event::Init => "init",
-        Event::InitApply(_) => "init_apply",
-        Event::InitDone => "init_done",
-    }
-}
-
-pub fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }

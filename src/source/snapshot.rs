@@ -3,14 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::resources::{DaemonPod as Pod, NodeTaints as Node};
+use crate::k8s::slim::{DaemonPod as Pod, NodeTaints as Node};
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use kube::runtime::watcher::Event;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::convert::ConvertError;
 use crate::index::{Index, Indexed};
+use crate::k8s::convert::ConvertError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {

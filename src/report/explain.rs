@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::index::Index;
 use crate::model::{Pod, Timestamp};
-use crate::reason::Reason;
+use crate::rules::reason::Reason;
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
 pub struct PodRow {

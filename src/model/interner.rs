@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 
+use crate::model::PlacementSpec;
 use crate::model::{FastSet, Labels, NodeSelectorTerm, Placement, Str, Toleration, TolerationParts};
-use crate::resources::PlacementSpec;
 
 /// Interned values are dropped by `collect_garbage` once only the interner holds them.
 ///
@@ -232,8 +232,8 @@ mod tests {
 
     #[test]
     fn a_pod_placement_found_by_its_parts_is_the_built_one() {
+        use crate::k8s::slim::{PodPlacement, PodToleration};
         use crate::model::{Toleration, TolerationOperator};
-        use crate::resources::{PodPlacement, PodToleration};
         let mut interner = Interner::default();
         let built = interner.placement(Placement {
             node_selector: vec![(Str::from("pool"), Str::from("a"))],

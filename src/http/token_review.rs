@@ -7,8 +7,8 @@
 //! Answers are cached briefly, keyed by the token's SHA-256. A review that fails (API server
 //! down, RBAC missing, timeout) refuses the scrape and is not cached: it never opens the door.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
@@ -123,13 +123,13 @@ impl TokenReviewer {
     }
 
     fn cached(&self, key: &[u8; 32], now: Instant) -> Option<Decision> {
-        let cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let cache = self.cache.lock();
         cache.get(key).filter(|(_, until)| now < *until).map(|(decision, _)| *decision)
     }
 
     fn remember(&self, key: [u8; 32], decision: Decision, now: Instant) {
         let ttl = if decision == Decision::Allowed { ALLOWED_FOR } else { REFUSED_FOR };
-        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut cache = self.cache.lock();
         if cache.len() >= MAX_CACHED {
             cache.retain(|_, (_, until)| now < *until);
         }

@@ -1,13 +1,13 @@
 //! Optional bearer-token or basic authentication for `/metrics`, with the secrets read
 //! from files (re-read when they change) so they never appear in argv or the environment.
 
+use parking_lot::{Mutex, RwLock};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
 
 use base64::Engine;
 use subtle::ConstantTimeEq;
 
-use crate::reload::{FileError, WatchedFiles};
+use crate::http::reload::{FileError, WatchedFiles};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -54,10 +54,10 @@ impl Authenticator {
     /// Re-read the secret files; `Ok(true)` when new secrets are in use. On error the
     /// previous secrets stay in use.
     pub fn reload_if_changed(&self) -> Result<bool, AuthError> {
-        let mut files = self.files.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut files = self.files.lock();
         let Some(contents) = files.read_if_changed()? else { return Ok(false) };
         let next = secrets_from(self.bearer_file.as_deref(), self.basic.as_ref(), contents)?;
-        *self.secrets.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = next;
+        *self.secrets.write() = next;
         Ok(true)
     }
 
@@ -74,7 +74,7 @@ impl Authenticator {
     pub fn allows(&self, authorization: Option<&[u8]>) -> bool {
         let Some(value) = authorization else { return false };
         let Some((scheme, credentials)) = split_scheme(value) else { return false };
-        let secrets = self.secrets.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let secrets = self.secrets.read();
         if scheme.eq_ignore_ascii_case(b"bearer") {
             return secrets.bearer_token.as_deref().is_some_and(|token| bool::from(token.ct_eq(credentials)));
         }

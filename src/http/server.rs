@@ -33,10 +33,11 @@ use tokio_rustls::TlsAcceptor;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::auth::{self, Authenticator};
-use crate::metrics::{self, Exposition, Shared};
-use crate::tls::ReloadingCert;
-use crate::token_review::{Decision, TokenReviewer};
+use crate::http::auth::{self, Authenticator};
+use crate::http::tls::ReloadingCert;
+use crate::http::token_review::{Decision, TokenReviewer};
+use crate::report::metrics::{self, Exposition};
+use crate::telemetry::{CredentialFile, Shared};
 
 /// Connections served at once; further clients wait in the listen backlog. Each holds
 /// at most a header buffer and a reference to the shared response text.
@@ -240,24 +241,25 @@ pub async fn reload_credentials(
         ticks.tick().await;
         if let Some(cert) = &tls {
             let outcome = cert.reload_if_changed().map_err(|e| e.to_string());
-            report_reload(&shared, "tls", outcome);
+            report_reload(&shared, CredentialFile::Tls, outcome);
         }
         if let Some(auth) = &auth {
             let outcome = auth.reload_if_changed().map_err(|e| e.to_string());
-            report_reload(&shared, "auth", outcome);
+            report_reload(&shared, CredentialFile::Auth, outcome);
         }
     }
 }
 
-fn report_reload(shared: &Shared, file: &'static str, outcome: Result<bool, String>) {
+fn report_reload(shared: &Shared, file: CredentialFile, outcome: Result<bool, String>) {
+    let name = file.as_str();
     match outcome {
         Ok(false) => {}
         Ok(true) => {
-            tracing::info!(file, "reloaded");
+            tracing::info!(file = name, "reloaded");
             shared.telemetry.record_reload(file, true);
         }
         Err(error) => {
-            tracing::error!(file, %error, "cannot reload; the previous credentials stay in use");
+            tracing::error!(file = name, %error, "cannot reload; the previous credentials stay in use");
             shared.telemetry.record_reload(file, false);
         }
     }

@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub mod interner;
+
 pub type Str = Arc<str>;
 
 /// Maps and sets for the caches (see Cargo.toml on foldhash).
@@ -252,4 +254,13 @@ pub struct Revision {
     pub owner_uid: Option<Str>,
     pub hash: Option<Str>,
     pub placement: Arc<Placement>,
+}
+
+/// The placement fields a pod and a pod template share, read the same way for both
+/// (implemented by the wire shapes in `k8s`).
+pub trait PlacementSpec {
+    /// The nodeSelector's pairs, sorted by key.
+    fn node_selector(&self) -> impl Iterator<Item = (&str, &str)>;
+    fn tolerations(&self) -> impl Iterator<Item = TolerationParts<'_>>;
+    fn host_network(&self) -> bool;
 }

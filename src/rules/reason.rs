@@ -6,8 +6,8 @@
 
 use std::fmt;
 
-use crate::eligibility::{Skip, affinity_mismatch, tolerated, untolerated_taints};
 use crate::model::{Node, Placement, Pod, Str, Taint, Timestamp};
+use crate::rules::eligibility::{Skip, affinity_mismatch, tolerated, untolerated_taints};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason {

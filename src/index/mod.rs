@@ -15,12 +15,12 @@ use k8s_openapi::api::core::v1::{Node as K8sNode, Pod as K8sPod};
 use kube::runtime::watcher::Event;
 use smallvec::SmallVec;
 
-use crate::convert::{self, ConvertError};
-use crate::eligibility::{Skip, selector_matches, should_run};
-use crate::interner::Interner;
+use crate::k8s::convert::{self, ConvertError};
+use crate::k8s::slim::{DaemonPod, NodeTaints};
+use crate::model::interner::Interner;
 use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp};
-use crate::reason::{Classification, DrainTaints, Reason, classify};
-use crate::resources::{DaemonPod, NodeTaints};
+use crate::rules::eligibility::{Skip, selector_matches, should_run};
+use crate::rules::reason::{Classification, DrainTaints, Reason, classify};
 
 /// The four watched resources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -10,13 +10,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 
 use serde::Deserialize as _;
 
-use crate::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
-use crate::interner::{Interner, is_own_placement, same_items};
+use crate::k8s::slim::{DaemonPod, NodeTaints, PodPlacement};
+use crate::model::PlacementSpec;
+use crate::model::interner::{Interner, is_own_placement, same_items};
 use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, LabelSelector, Node, NodeSelectorTerm, ObjectRef, Placement, Pod,
     Requirement, Revision, SelectorOperator, Taint, TaintEffect,
 };
-use crate::resources::{DaemonPod, NodeTaints, PlacementSpec, PodPlacement};
+use crate::rules::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
 
 /// NFD lists the labels it manages here; unprefixed names live under `feature.node.kubernetes.io/`.
 pub const NFD_FEATURE_LABELS_ANNOTATION: &str = "nfd.node.kubernetes.io/feature-labels";

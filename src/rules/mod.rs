@@ -1,0 +1,6 @@
+//! Pure rules over the model: the DaemonSet controller's (`eligibility`, with apimachinery's
+//! label syntax in `validation`) and ours (`reason`: why a pod is misscheduled).
+
+pub mod eligibility;
+pub mod reason;
+pub mod validation;
