@@ -8,7 +8,7 @@
 //! the initial lists, exporter work only), RSS read from /proc (the kernel's count,
 //! not an estimate), GET /metrics latency under 8 concurrent scrapers, and watch
 //! events applied per second through `Index::apply`, the watcher's own path. Lists
-//! and events are decoded into the shapes the watcher uses (`DaemonPod`, `NodeTaints`).
+//! and events are decoded into the shapes the watcher uses (`SlimPod`, `SlimNode`).
 
 mod synth;
 
@@ -22,7 +22,7 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{Index, Indexed};
-use misschedule_exporter::k8s::slim::{DaemonPod, NodeTaints};
+use misschedule_exporter::k8s::slim::{SlimNode, SlimPod};
 use misschedule_exporter::report::metrics;
 use misschedule_exporter::telemetry::Shared;
 use serde::de::DeserializeOwned;
@@ -170,14 +170,14 @@ fn main() {
     let mut index = Index::default();
     index.set_now(1_780_000_000);
     let mut cold = ColdStart::default();
-    cold += initial_list::<Node, NodeTaints>(&mut index, (0..shape.nodes).map(|i| shape.node(i)), 500);
+    cold += initial_list::<Node, SlimNode>(&mut index, (0..shape.nodes).map(|i| shape.node(i)), 500);
     cold += initial_list::<DaemonSet, DaemonSet>(&mut index, (0..shape.daemonsets).map(|j| shape.daemonset(j)), 500);
     cold += initial_list::<ControllerRevision, ControllerRevision>(
         &mut index,
         (0..shape.daemonsets).flat_map(|j| [shape.revision(j, 1), shape.revision(j, 2)]),
         500,
     );
-    cold += initial_list::<Pod, DaemonPod>(&mut index, shape.pod_slots().map(|(j, i)| shape.pod(j, i, 0)), 500);
+    cold += initial_list::<Pod, SlimPod>(&mut index, shape.pod_slots().map(|(j, i)| shape.pod(j, i, 0)), 500);
     let synced = rss();
 
     // The results must be right before their speed means anything.
@@ -278,8 +278,8 @@ fn main() {
             let pick = (nonce.wrapping_mul(2_654_435_761) % slots.len() as u64) as usize;
             let (j, i) = slots[pick];
             match nonce % 100 {
-                0..=79 => pods.push(Event::Apply(decoded::<DaemonPod>(&shape.pod(j, i, nonce)))),
-                80..=89 => nodes.push(Event::Apply(decoded::<NodeTaints>(&shape.node(i)))),
+                0..=79 => pods.push(Event::Apply(decoded::<SlimPod>(&shape.pod(j, i, nonce)))),
+                80..=89 => nodes.push(Event::Apply(decoded::<SlimNode>(&shape.node(i)))),
                 90 => {
                     let mut node = shape.node(i);
                     let taints = node.spec.as_mut().unwrap().taints.get_or_insert_default();
@@ -293,12 +293,12 @@ fn main() {
                             .unwrap(),
                         );
                     }
-                    nodes.push(Event::Apply(decoded::<NodeTaints>(&node)));
+                    nodes.push(Event::Apply(decoded::<SlimNode>(&node)));
                 }
                 _ => {
                     let pod = shape.pod(j, i, nonce);
-                    pods.push(Event::Delete(decoded::<DaemonPod>(&pod)));
-                    pods.push(Event::Apply(decoded::<DaemonPod>(&pod)));
+                    pods.push(Event::Delete(decoded::<SlimPod>(&pod)));
+                    pods.push(Event::Apply(decoded::<SlimPod>(&pod)));
                 }
             }
         }

@@ -244,7 +244,7 @@ proptest! {
     fn unchanged_pod_check_agrees_with_conversion(cached in daemon_pod_json(), other in daemon_pod_json(), change in 0..FIELDS.len() + 2) {
         use misschedule_exporter::k8s::convert;
         use misschedule_exporter::model::interner::Interner;
-        use misschedule_exporter::k8s::slim::DaemonPod;
+        use misschedule_exporter::k8s::slim::SlimPod;
         // The new pod is the cached one with one field taken from another draw (as most
         // updates are), or the cached one unchanged, or a different pod altogether.
         let decoded = match FIELDS.get(change) {
@@ -256,8 +256,8 @@ proptest! {
             None if change == FIELDS.len() => cached.clone(),
             None => other,
         };
-        let cached: DaemonPod = serde_json::from_value(cached).unwrap();
-        let decoded: DaemonPod = serde_json::from_value(decoded).unwrap();
+        let cached: SlimPod = serde_json::from_value(cached).unwrap();
+        let decoded: SlimPod = serde_json::from_value(decoded).unwrap();
         let mut interner = Interner::default();
         let Ok(compact) = convert::pod(&cached, &mut interner) else { return Ok(()) };
         let converted = convert::pod(&decoded, &mut interner);
@@ -277,13 +277,13 @@ proptest! {
         use k8s_openapi::api::core::v1::Pod;
         use misschedule_exporter::k8s::convert;
         use misschedule_exporter::model::interner::Interner;
-        use misschedule_exporter::k8s::slim::DaemonPod;
+        use misschedule_exporter::k8s::slim::SlimPod;
         let bytes = serde_json::to_vec(&pod).unwrap();
         let full: Pod = serde_json::from_slice(&bytes).unwrap();
-        let from_bytes: DaemonPod = serde_json::from_slice(&bytes).unwrap();
-        let from_value: DaemonPod = serde_json::from_value(pod).unwrap();
+        let from_bytes: SlimPod = serde_json::from_slice(&bytes).unwrap();
+        let from_value: SlimPod = serde_json::from_value(pod).unwrap();
         let mut interner = Interner::default();
-        let expected = convert::pod(&DaemonPod::from(full), &mut interner);
+        let expected = convert::pod(&SlimPod::from(full), &mut interner);
         prop_assert_eq!(&convert::pod(&from_bytes, &mut interner), &expected);
         prop_assert_eq!(&convert::pod(&from_value, &mut interner), &expected);
         if let Ok(expected) = &expected {
@@ -338,7 +338,7 @@ proptest! {
     fn unchanged_node_check_agrees_with_conversion(cached in node_json(), other in node_json(), change in 0..NODE_FIELDS.len() + 2) {
         use misschedule_exporter::k8s::convert;
         use misschedule_exporter::model::interner::Interner;
-        use misschedule_exporter::k8s::slim::NodeTaints;
+        use misschedule_exporter::k8s::slim::SlimNode;
         let decoded = match NODE_FIELDS.get(change) {
             Some(field) => {
                 let mut decoded = cached.clone();
@@ -348,8 +348,8 @@ proptest! {
             None if change == NODE_FIELDS.len() => cached.clone(),
             None => other,
         };
-        let cached: NodeTaints = serde_json::from_value(cached).unwrap();
-        let decoded: NodeTaints = serde_json::from_value(decoded).unwrap();
+        let cached: SlimNode = serde_json::from_value(cached).unwrap();
+        let decoded: SlimNode = serde_json::from_value(decoded).unwrap();
         let mut interner = Interner::default();
         let Ok(compact) = convert::node(&cached, &mut interner) else { return Ok(()) };
         let converted = convert::node(&decoded, &mut interner);

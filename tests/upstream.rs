@@ -14,7 +14,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use misschedule_exporter::index::Index;
 use misschedule_exporter::k8s::convert::{self, target_node_name};
-use misschedule_exporter::k8s::slim::DaemonPod;
+use misschedule_exporter::k8s::slim::SlimPod;
 use misschedule_exporter::model::interner::Interner;
 use misschedule_exporter::rules::eligibility::should_run;
 use serde_json::{Value, json};
@@ -412,7 +412,7 @@ fn test_get_nodes_to_daemon_pods() {
 #[test]
 fn test_get_target_node_name() {
     let placement = |spec: Value| -> Option<String> {
-        let pod: DaemonPod = from(json!({"metadata": {"name": "pod", "namespace": "default"}, "spec": spec}));
+        let pod: SlimPod = from(json!({"metadata": {"name": "pod", "namespace": "default"}, "spec": spec}));
         target_node_name(pod.spec.as_ref()?).map(str::to_owned)
     };
     let fields = |values: &[&str]| affinity(json!([{"matchFields": [req("metadata.name", "In", values)]}]));

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 
 use serde::Deserialize as _;
 
-use crate::k8s::slim::{DaemonPod, NodeTaints, PodPlacement};
+use crate::k8s::slim::{PodPlacement, SlimNode, SlimPod};
 use crate::model::PlacementSpec;
 use crate::model::interner::{Interner, is_own_placement, same_items};
 use crate::model::{
@@ -58,7 +58,7 @@ fn seconds(time: &Time) -> i64 {
     time.0.as_second()
 }
 
-pub fn node(node: &NodeTaints, interner: &mut Interner) -> Result<Node, ConvertError> {
+pub fn node(node: &SlimNode, interner: &mut Interner) -> Result<Node, ConvertError> {
     let meta = &node.metadata;
     let name = interner.str(required("Node", meta, "metadata.name", meta.name.as_ref())?);
     let labels = interner.labels(meta.labels.iter().flatten());
@@ -83,7 +83,7 @@ pub fn node(node: &NodeTaints, interner: &mut Interner) -> Result<Node, ConvertE
 /// Whether `node(decoded)` would equal `cached`, answered without allocating or
 /// interning: most node events are kubelet heartbeats (status only).
 /// Mirrors `node` field by field; `tests/incremental.rs` checks that the two agree.
-pub fn node_unchanged(decoded: &NodeTaints, cached: &Node) -> bool {
+pub fn node_unchanged(decoded: &SlimNode, cached: &Node) -> bool {
     let meta = &decoded.metadata;
     meta.name.as_deref() == Some(&*cached.name)
         && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
@@ -168,7 +168,7 @@ pub fn revision(rev: &ControllerRevision, interner: &mut Interner) -> Result<Rev
     Ok(Revision { uid, id, owner_uid, hash, placement })
 }
 
-pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
+pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
     let meta = &pod.metadata;
     let id = object_ref("Pod", meta, interner)?;
     let uid = Arc::from(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
@@ -195,7 +195,7 @@ pub fn pod(pod: &DaemonPod, interner: &mut Interner) -> Result<Pod, ConvertError
 /// Whether `pod(decoded)` would equal `cached`, answered without allocating or
 /// interning: most pod events are status updates that change nothing the index keeps.
 /// Mirrors `pod` field by field; `tests/incremental.rs` checks that the two agree.
-pub fn pod_unchanged(decoded: &DaemonPod, cached: &Pod) -> bool {
+pub fn pod_unchanged(decoded: &SlimPod, cached: &Pod) -> bool {
     let meta = &decoded.metadata;
     let spec = decoded.spec.as_ref();
     let owner = controller(meta.owner_references.as_deref());

@@ -14,7 +14,6 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::{Affinity, Node, Pod, PodSpec, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
 
@@ -54,8 +53,9 @@ fn slim_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D
 }
 
 /// A daemon pod: metadata plus the placement part of its spec.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct DaemonPod {
+#[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
+#[resource(inherit = Pod)]
+pub struct SlimPod {
     #[serde(deserialize_with = "slim_meta", default)]
     pub metadata: ObjectMeta,
     #[serde(default)]
@@ -77,7 +77,7 @@ pub fn is_terminal_phase(phase: &str) -> bool {
     matches!(phase, "Failed" | "Succeeded")
 }
 
-impl DaemonPod {
+impl SlimPod {
     pub fn is_terminal(&self) -> bool {
         self.status.as_ref().is_some_and(|s| s.terminal)
     }
@@ -248,8 +248,9 @@ fn taint_effect<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Tai
 }
 
 /// A node: metadata plus its taints.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct NodeTaints {
+#[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
+#[resource(inherit = Node)]
+pub struct SlimNode {
     #[serde(deserialize_with = "slim_meta", default)]
     pub metadata: ObjectMeta,
     #[serde(default)]
@@ -261,14 +262,14 @@ pub struct NodeTaintsSpec {
     pub taints: Option<Vec<Taint>>,
 }
 
-impl NodeTaints {
+impl SlimNode {
     pub fn taints(&self) -> &[Taint] {
         self.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default()
     }
 }
 
 /// Full objects (tests, tools) convert to the watched shapes.
-impl From<Pod> for DaemonPod {
+impl From<Pod> for SlimPod {
     fn from(pod: Pod) -> Self {
         let spec = pod.spec.map(|s| PodPlacement {
             tolerations: s.tolerations.is_some().then(|| {
@@ -319,38 +320,8 @@ impl From<Affinity> for PodAffinity {
     }
 }
 
-impl From<Node> for NodeTaints {
+impl From<Node> for SlimNode {
     fn from(node: Node) -> Self {
         Self { metadata: node.metadata, spec: node.spec.map(|s| NodeTaintsSpec { taints: s.taints }) }
     }
 }
-
-macro_rules! resource {
-    ($ty:ty, $scope:ty, $kind:literal, $plural:literal) => {
-        impl kube::Resource for $ty {
-            type DynamicType = ();
-            type Scope = $scope;
-            fn kind(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed($kind)
-            }
-            fn group(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed("")
-            }
-            fn version(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed("v1")
-            }
-            fn plural(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed($plural)
-            }
-            fn meta(&self) -> &ObjectMeta {
-                &self.metadata
-            }
-            fn meta_mut(&mut self) -> &mut ObjectMeta {
-                &mut self.metadata
-            }
-        }
-    };
-}
-
-resource!(DaemonPod, NamespaceResourceScope, "Pod", "pods");
-resource!(NodeTaints, ClusterResourceScope, "Node", "nodes");

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::k8s::slim::{DaemonPod as Pod, NodeTaints as Node};
+use crate::k8s::slim::{SlimNode as Node, SlimPod as Pod};
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use kube::runtime::watcher::Event;
 use serde::de::DeserializeOwned;

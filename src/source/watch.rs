@@ -6,7 +6,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::k8s::slim::{DaemonPod, NodeTaints};
+use crate::k8s::slim::{SlimNode, SlimPod};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use kube::runtime::watcher;
@@ -32,13 +32,13 @@ pub struct WatchConfig {
 pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     let base = watcher::Config::default().timeout(config.timeout_seconds);
-    tasks.spawn(run::<NodeTaints>(Api::all(client.clone()), base.clone(), None, shared.clone()));
+    tasks.spawn(run::<SlimNode>(Api::all(client.clone()), base.clone(), None, shared.clone()));
     let scopes: Vec<Option<String>> =
         if config.namespaces.is_empty() { vec![None] } else { config.namespaces.iter().cloned().map(Some).collect() };
     for scope in scopes {
         let daemonsets: Api<DaemonSet> = scoped_api(&client, scope.as_deref());
         let revisions: Api<ControllerRevision> = scoped_api(&client, scope.as_deref());
-        let pods: Api<DaemonPod> = scoped_api(&client, scope.as_deref());
+        let pods: Api<SlimPod> = scoped_api(&client, scope.as_deref());
         tasks.spawn(run(daemonsets, base.clone(), scope.clone(), shared.clone()));
         tasks.spawn(run(revisions, base.clone(), scope.clone(), shared.clone()));
         let pod_config = base.clone().labels(&config.pod_selector);

@@ -211,7 +211,7 @@ impl Cluster {
         let Ok(pods) = self.pods.list(&ListParams::default()).await else { return };
         for pod in pods {
             // The shape the exporter reads, so that the test binds where the exporter looks.
-            let pod = misschedule_exporter::k8s::slim::DaemonPod::from(pod);
+            let pod = misschedule_exporter::k8s::slim::SlimPod::from(pod);
             let Some(spec) = pod.spec.as_ref() else { continue };
             if spec.node_name.is_some() || pod.metadata.deletion_timestamp.is_some() {
                 continue;

@@ -1,0 +1,110 @@
+//! Read views: one DaemonSet's results, classified at read time so scrapes cost what the
+//! misscheduled nodes cost, not the cluster.
+
+use super::Index;
+use super::daemonset_state::DaemonSetState;
+use crate::model::{DaemonSet, Pod, Str, Timestamp};
+use crate::rules::reason::{Classification, Reason, classify};
+
+impl Index {
+    /// DaemonSets sorted by namespace and name. Those the controller does not sync (being
+    /// deleted, or with a refused selector) get no status from it and are left out.
+    pub fn daemonsets(&self) -> Vec<DaemonSetView<'_>> {
+        let mut views: Vec<_> = self
+            .daemonsets
+            .objects
+            .values()
+            .filter(|ds| ds.is_synced_by_controller())
+            .filter_map(|ds| Some(DaemonSetView { index: self, ds, state: self.state.get(&ds.uid)? }))
+            .collect();
+        views.sort_by(|a, b| a.ds.id.cmp(&b.ds.id));
+        views
+    }
+}
+
+/// One DaemonSet's results.
+#[derive(Clone, Copy)]
+pub struct DaemonSetView<'a> {
+    pub(super) index: &'a Index,
+    pub ds: &'a DaemonSet,
+    pub(super) state: &'a DaemonSetState,
+}
+
+/// Count each misscheduled node once, under its first (oldest) pod's reason.
+pub fn nodes_by_reason(pods: &[MisscheduledPod<'_>]) -> [u32; Reason::ALL.len()] {
+    let mut counts = [0; Reason::ALL.len()];
+    for pod in pods.iter().filter(|p| p.counts_node) {
+        counts[pod.classification.reason.index()] += 1;
+    }
+    counts
+}
+
+/// A misscheduled pod and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MisscheduledPod<'a> {
+    pub pod: &'a Pod,
+    pub node: &'a Str,
+    pub classification: Classification,
+    /// When the pod became misscheduled (unix seconds).
+    pub since: Timestamp,
+    /// The first pod on its node: its reason is the node's reason.
+    pub counts_node: bool,
+}
+
+impl<'a> DaemonSetView<'a> {
+    /// `desiredNumberScheduled`: nodes where `shouldRun` is true.
+    pub fn eligible_nodes(&self) -> usize {
+        self.index.nodes.objects.len().saturating_sub(self.state.skips.len())
+    }
+
+    /// Skipped nodes by (reason, key), sorted.
+    pub fn ineligible_nodes(&self) -> Vec<(&'static str, &'a Str, u32)> {
+        let mut rows: Vec<_> = self.state.skip_counts.iter().map(|((r, k), n)| (*r, k, *n)).collect();
+        rows.sort();
+        rows
+    }
+
+    /// `currentNumberScheduled`: nodes where `shouldRun` is true that have a counted pod.
+    pub fn scheduled_nodes(&self) -> usize {
+        let nodes = &self.index.nodes.objects;
+        self.state.claimed.keys().filter(|n| nodes.contains_key(*n) && !self.state.skips.contains_key(*n)).count()
+    }
+
+    pub fn misscheduled_node_count(&self) -> usize {
+        self.state.misscheduled.len()
+    }
+
+    /// Misscheduled nodes by reason, indexed by `Reason::index`; sums to the node count.
+    pub fn misscheduled_nodes_by_reason(&self) -> [u32; Reason::ALL.len()] {
+        nodes_by_reason(&self.misscheduled_pods())
+    }
+
+    /// Every claimed pod on a misscheduled node, by node; on each node the oldest
+    /// pod (the one the controller looks at first) comes first and decides the node's reason.
+    pub fn misscheduled_pods(&self) -> Vec<MisscheduledPod<'a>> {
+        let index = self.index;
+        let mut out = Vec::new();
+        for (node_name, since) in &self.state.misscheduled {
+            let (Some(node), Some(skip), Some(pod_uids)) = (
+                index.nodes.objects.get(node_name),
+                self.state.skips.get(node_name),
+                self.state.claimed.get(node_name),
+            ) else {
+                continue;
+            };
+            let mut pods: Vec<&Pod> = pod_uids.iter().filter_map(|uid| index.pods.objects.get(uid)).collect();
+            pods.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+            for (i, pod) in pods.into_iter().enumerate() {
+                let origin = index.revision_of(self.ds, pod).map(|r| &*r.placement);
+                let classification = classify(skip, node, &self.ds.template, pod, origin, &index.config.drain_taints);
+                let at = if since.observed {
+                    since.at
+                } else {
+                    classification.evidence_since.map_or(since.at, |e| e.min(since.at))
+                };
+                out.push(MisscheduledPod { pod, node: &node.name, classification, since: at, counts_node: i == 0 });
+            }
+        }
+        out
+    }
+}
