@@ -263,7 +263,8 @@ fn eligible_and_ineligible_counts() {
     let index = cluster(nodes, vec![ds], vec![], vec![]);
     let view = index.daemonsets()[0];
     assert_eq!(view.eligible_nodes(), 2);
-    let ineligible: Vec<_> = view.ineligible_nodes().into_iter().map(|(r, k, n)| (r, k.to_string(), n)).collect();
+    let ineligible: Vec<_> =
+        view.ineligible_nodes().into_iter().map(|(r, k, n)| (r.as_str(), k.to_string(), n)).collect();
     assert_eq!(ineligible, vec![("node_selector", "role".to_string(), 2), ("taint", "dedicated".to_string(), 1)]);
 }
 

@@ -19,7 +19,7 @@ fn check(name: &str, pod_spec: Value, node: k8s_openapi::api::core::v1::Node, ex
     let node = convert::node(&node.into(), &mut interner).unwrap();
     let got = match should_run(&node, &ds.template) {
         None => RUN,
-        Some(skip) => (false, skip.should_continue_running(), skip.reason(), leak(skip.key())),
+        Some(skip) => (false, skip.should_continue_running(), skip.reason().as_str(), leak(skip.key())),
     };
     assert_eq!(got, expected, "case: {name}");
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use smallvec::SmallVec;
 
 use crate::model::{FastMap, Str, Timestamp};
-use crate::rules::eligibility::Skip;
+use crate::rules::eligibility::{Skip, SkipReason};
 
 /// When a (DaemonSet, node) pair became misscheduled, as the index saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub(super) struct DaemonSetState {
     /// Nodes where `shouldRun` is false, and why.
     pub(super) skips: FastMap<Str, Skip>,
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
-    pub(super) skip_counts: FastMap<(&'static str, Str), u32>,
+    pub(super) skip_counts: FastMap<(SkipReason, Str), u32>,
     /// Claimed pods by target node: almost always one, kept inline.
     pub(super) claimed: FastMap<Str, SmallVec<[Str; 1]>>,
     /// Nodes that exist, are skipped, and have a claimed pod.

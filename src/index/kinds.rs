@@ -1,8 +1,9 @@
 //! The four watched resources, and how each enters the index: the wire types decode into a
 //! compact model type (`Indexed`), which the index stores under its key (`Stored`).
 
-use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet as K8sDaemonSet};
-use k8s_openapi::api::core::v1::{Node as K8sNode, Pod as K8sPod};
+// The API's own types go by their group (`apps::DaemonSet`, `core::Node`); bare names are the model's.
+use k8s_openapi::api::apps::v1::{self as apps, ControllerRevision};
+use k8s_openapi::api::core::v1 as core;
 
 use super::{Index, Store};
 use crate::k8s::convert::{self, ConvertError};
@@ -187,7 +188,7 @@ impl Indexed for SlimPod {
     }
 }
 
-impl Indexed for K8sDaemonSet {
+impl Indexed for apps::DaemonSet {
     type Compact = DaemonSet;
     fn convert(&self, interner: &mut Interner) -> Result<DaemonSet, ConvertError> {
         convert::daemonset(self, interner)
@@ -205,14 +206,14 @@ impl Indexed for ControllerRevision {
 // watched shapes. They stay here: the orphan rule keeps a test crate from implementing
 // this trait for k8s-openapi's types.
 
-impl Indexed for K8sNode {
+impl Indexed for core::Node {
     type Compact = Node;
     fn convert(&self, interner: &mut Interner) -> Result<Node, ConvertError> {
         convert::node(&SlimNode::from(self.clone()), interner)
     }
 }
 
-impl Indexed for K8sPod {
+impl Indexed for core::Pod {
     type Compact = Pod;
     fn convert(&self, interner: &mut Interner) -> Result<Pod, ConvertError> {
         convert::pod(&SlimPod::from(self.clone()), interner)

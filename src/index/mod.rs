@@ -140,6 +140,16 @@ impl Index {
         Ok(())
     }
 
+    /// A complete list of one resource, as a watch's initial list delivers it: what is
+    /// not listed is gone once it completes.
+    pub fn relist<K: Indexed>(&mut self, objects: impl IntoIterator<Item = K>) -> Result<(), ConvertError> {
+        self.apply(Event::<K>::Init)?;
+        for obj in objects {
+            self.apply(Event::InitApply(obj))?;
+        }
+        self.apply(Event::<K>::InitDone)
+    }
+
     /// Every resource has completed its first list.
     pub fn synced(&self) -> bool {
         Resource::ALL.iter().all(|&r| self.is_synced(r))

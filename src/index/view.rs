@@ -4,6 +4,7 @@
 use super::Index;
 use super::daemonset_state::DaemonSetState;
 use crate::model::{DaemonSet, Pod, Str, Timestamp};
+use crate::rules::eligibility::SkipReason;
 use crate::rules::reason::{Classification, Reason, classify};
 
 impl Index {
@@ -58,7 +59,7 @@ impl<'a> DaemonSetView<'a> {
     }
 
     /// Skipped nodes by (reason, key), sorted.
-    pub fn ineligible_nodes(&self) -> Vec<(&'static str, &'a Str, u32)> {
+    pub fn ineligible_nodes(&self) -> Vec<(SkipReason, &'a Str, u32)> {
         let mut rows: Vec<_> = self.state.skip_counts.iter().map(|((r, k), n)| (*r, k, *n)).collect();
         rows.sort();
         rows

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet as K8sDaemonSet};
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm as K8sTerm, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector as K8sLabelSelector, ObjectMeta, OwnerReference, Time,
-};
+// The API's own types go by their group (`apps::DaemonSet`, `core::NodeSelectorTerm`,
+// `meta::LabelSelector`); bare names are the model's.
+use k8s_openapi::api::apps::v1::{self as apps, ControllerRevision};
+use k8s_openapi::api::core::v1::{self as core, NodeSelectorRequirement, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{self as meta, ObjectMeta, OwnerReference, Time};
 
 use serde::Deserialize as _;
 
@@ -18,6 +18,7 @@ use crate::model::{
     Requirement, Revision, SelectorOperator, Taint, TaintEffect,
 };
 use crate::rules::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
+use crate::rules::reason::NFD_FEATURE_PREFIX;
 
 /// NFD lists the labels it manages here; unprefixed names live under `feature.node.kubernetes.io/`.
 pub const NFD_FEATURE_LABELS_ANNOTATION: &str = "nfd.node.kubernetes.io/feature-labels";
@@ -117,7 +118,7 @@ fn nfd_taints(meta: &ObjectMeta) -> impl Iterator<Item = &str> {
 
 /// NFD names its labels without their prefix when it is its own.
 fn nfd_label_prefix(name: &str) -> &'static str {
-    if name.contains('/') { "" } else { "feature.node.kubernetes.io/" }
+    if name.contains('/') { "" } else { NFD_FEATURE_PREFIX }
 }
 
 /// `key=value:effect` → `key`.
@@ -135,7 +136,7 @@ fn object_ref(kind: &'static str, meta: &ObjectMeta, interner: &mut Interner) ->
     Ok(ObjectRef { namespace: interner.str(namespace), name: Arc::from(name) })
 }
 
-pub fn daemonset(ds: &K8sDaemonSet, interner: &mut Interner) -> Result<DaemonSet, ConvertError> {
+pub fn daemonset(ds: &apps::DaemonSet, interner: &mut Interner) -> Result<DaemonSet, ConvertError> {
     let meta = &ds.metadata;
     let id = object_ref("DaemonSet", meta, interner)?;
     let uid = interner.str(required("DaemonSet", meta, "metadata.uid", meta.uid.as_ref())?);
@@ -270,7 +271,7 @@ fn placement_from_template(template: Option<&PodTemplateSpec>, interner: &mut In
     interner.placement(placement)
 }
 
-fn term(term: &K8sTerm, interner: &mut Interner) -> NodeSelectorTerm {
+fn term(term: &core::NodeSelectorTerm, interner: &mut Interner) -> NodeSelectorTerm {
     let mut reqs = |list: &Option<Vec<NodeSelectorRequirement>>| -> Vec<Requirement> {
         list.iter()
             .flatten()
@@ -287,7 +288,7 @@ fn term(term: &K8sTerm, interner: &mut Interner) -> NodeSelectorTerm {
 /// `metav1.LabelSelectorAsSelector`: a missing selector selects nothing. An empty one
 /// would select every pod, and one `labels.NewRequirement` rejects cannot be built:
 /// the controller refuses to sync either.
-fn label_selector(selector: Option<&K8sLabelSelector>, interner: &mut Interner) -> LabelSelector {
+fn label_selector(selector: Option<&meta::LabelSelector>, interner: &mut Interner) -> LabelSelector {
     let Some(selector) = selector else { return LabelSelector::Nothing };
     let mut reqs: Vec<Requirement> = selector
         .match_labels

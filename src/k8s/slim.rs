@@ -18,6 +18,7 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use crate::model::{PlacementSpec, TaintEffect, TolerationOperator, TolerationParts};
+use crate::rules::eligibility::{DEFAULT_TOLERATIONS, NODE_NAME_FIELD};
 
 /// The metadata fields the exporter (and the watcher, for resourceVersion) uses.
 #[derive(Deserialize)]
@@ -149,20 +150,12 @@ pub struct PodFieldRequirement {
 /// Strings every daemon pod repeats: the keys of the tolerations the DaemonSet
 /// controller adds, and its `matchFields` term. Read as static strings, they cost
 /// no allocation per pod.
-const COMMON_STRINGS: [&str; 9] = [
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/unreachable",
-    "node.kubernetes.io/disk-pressure",
-    "node.kubernetes.io/memory-pressure",
-    "node.kubernetes.io/pid-pressure",
-    "node.kubernetes.io/unschedulable",
-    "node.kubernetes.io/network-unavailable",
-    "metadata.name",
-    "In",
-];
+fn common_strings() -> impl Iterator<Item = &'static str> {
+    DEFAULT_TOLERATIONS.iter().map(|(key, _, _)| *key).chain([NODE_NAME_FIELD, "In"])
+}
 
 fn common(s: &str) -> Cow<'static, str> {
-    match COMMON_STRINGS.iter().find(|c| **c == s) {
+    match common_strings().find(|c| *c == s) {
         Some(c) => Cow::Borrowed(c),
         None => Cow::Owned(s.to_owned()),
     }

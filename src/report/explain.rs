@@ -67,7 +67,7 @@ pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, no
             out.ineligible.push(IneligibleRow {
                 namespace: id.namespace.to_string(),
                 daemonset: id.name.to_string(),
-                reason,
+                reason: reason.as_str(),
                 key: key.to_string(),
                 nodes,
             });

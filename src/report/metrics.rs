@@ -211,7 +211,7 @@ impl Collector for ClusterCollector {
                     let labels = [
                         ("namespace", &*ds.ds.id.namespace),
                         ("daemonset", &*ds.ds.id.name),
-                        ("reason", reason),
+                        ("reason", reason.as_str()),
                         ("key", &**key),
                     ];
                     (labels, i64::from(count))

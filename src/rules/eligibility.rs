@@ -21,7 +21,7 @@ pub const NODE_NAME_FIELD: &str = "metadata.name";
 /// The tolerations the controller adds to every daemon pod (all `Exists`, no
 /// `tolerationSeconds`). The flag marks network-unavailable, which is added only
 /// for `hostNetwork` pods.
-const DEFAULT_TOLERATIONS: [(&str, TaintEffect, bool); 7] = [
+pub const DEFAULT_TOLERATIONS: [(&str, TaintEffect, bool); 7] = [
     ("node.kubernetes.io/not-ready", TaintEffect::NoExecute, false),
     ("node.kubernetes.io/unreachable", TaintEffect::NoExecute, false),
     ("node.kubernetes.io/disk-pressure", TaintEffect::NoSchedule, false),
@@ -30,6 +30,30 @@ const DEFAULT_TOLERATIONS: [(&str, TaintEffect, bool); 7] = [
     ("node.kubernetes.io/unschedulable", TaintEffect::NoSchedule, false),
     ("node.kubernetes.io/network-unavailable", TaintEffect::NoSchedule, true),
 ];
+
+/// The key a `spec.nodeName` mismatch is reported under.
+pub const NODE_NAME_KEY: &str = "spec.nodeName";
+
+/// The kind of a `Skip`: the `reason` label of `daemonset_ineligible_nodes`. In the order
+/// of their names, so that rows sort the same by either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SkipReason {
+    NodeAffinity,
+    NodeName,
+    NodeSelector,
+    Taint,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::NodeAffinity => "node_affinity",
+            SkipReason::NodeName => "node_name",
+            SkipReason::NodeSelector => "node_selector",
+            SkipReason::Taint => "taint",
+        }
+    }
+}
 
 /// Why the controller would not run a daemon pod on a node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -53,26 +77,25 @@ impl Skip {
         matches!(self, Skip::Taint { no_execute: false, .. })
     }
 
-    /// The `reason` label of `daemonset_ineligible_nodes`.
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> SkipReason {
         match self {
-            Skip::NodeName => "node_name",
-            Skip::NodeSelector { .. } => "node_selector",
-            Skip::NodeAffinity { .. } => "node_affinity",
-            Skip::Taint { .. } => "taint",
+            Skip::NodeName => SkipReason::NodeName,
+            Skip::NodeSelector { .. } => SkipReason::NodeSelector,
+            Skip::NodeAffinity { .. } => SkipReason::NodeAffinity,
+            Skip::Taint { .. } => SkipReason::Taint,
         }
     }
 
     pub fn key(&self) -> &str {
         match self {
-            Skip::NodeName => "spec.nodeName",
+            Skip::NodeName => NODE_NAME_KEY,
             Skip::NodeSelector { key } | Skip::NodeAffinity { key } | Skip::Taint { key, .. } => key,
         }
     }
 
     /// `key` as a shared string, for keying counts without allocating.
     pub fn shared_key(&self) -> Str {
-        static NODE_NAME: LazyLock<Str> = LazyLock::new(|| Str::from("spec.nodeName"));
+        static NODE_NAME: LazyLock<Str> = LazyLock::new(|| Str::from(NODE_NAME_KEY));
         match self {
             Skip::NodeName => NODE_NAME.clone(),
             Skip::NodeSelector { key } | Skip::NodeAffinity { key } | Skip::Taint { key, .. } => key.clone(),

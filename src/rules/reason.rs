@@ -101,7 +101,9 @@ impl DrainTaints {
     }
 }
 
-const NFD_PREFIXES: [&str; 2] = ["feature.node.kubernetes.io/", "profile.node.kubernetes.io/"];
+/// The prefix NFD gives feature labels; its annotation lists them without it.
+pub const NFD_FEATURE_PREFIX: &str = "feature.node.kubernetes.io/";
+const NFD_PREFIXES: [&str; 2] = [NFD_FEATURE_PREFIX, "profile.node.kubernetes.io/"];
 const NFD_SUBDOMAIN_SUFFIX: &str = ".feature.node.kubernetes.io";
 
 /// Keys in NFD's own namespaces: `feature.node.kubernetes.io/`,
@@ -144,7 +146,7 @@ pub fn classify(
 ) -> Classification {
     let deletion_evidence = pod.deletion.map(|d| d.requested_at());
     let (reason, key, evidence) = match skip {
-        Skip::NodeName => (Reason::NodeNameMismatch, Str::from("spec.nodeName"), deletion_evidence),
+        Skip::NodeName => (Reason::NodeNameMismatch, skip.shared_key(), deletion_evidence),
         Skip::NodeSelector { key } | Skip::NodeAffinity { key } => {
             let reason = if created_from_accepts(node, template, pod, origin) {
                 Reason::DaemonSetChanged

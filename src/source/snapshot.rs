@@ -1,16 +1,17 @@
 //! Snapshot mode: read `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json`
 //! (or `-o yaml`, multi-document YAML, or single objects) into the index.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 
-use crate::k8s::slim::{SlimNode as Node, SlimPod as Pod};
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use kube::runtime::watcher::Event;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::index::{Index, Indexed};
 use crate::k8s::convert::ConvertError;
+use crate::k8s::slim::{SlimNode, SlimPod};
+use crate::rules::eligibility::NODE_NAME_KEY;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -33,10 +34,10 @@ pub enum SnapshotError {
 /// The objects of one or more snapshot files, by kind.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    pub nodes: Vec<(PathBuf, Node)>,
+    pub nodes: Vec<(PathBuf, SlimNode)>,
     pub daemonsets: Vec<(PathBuf, DaemonSet)>,
     pub revisions: Vec<(PathBuf, ControllerRevision)>,
-    pub pods: Vec<(PathBuf, Pod)>,
+    pub pods: Vec<(PathBuf, SlimPod)>,
 }
 
 impl Snapshot {
@@ -119,11 +120,13 @@ fn load<K: Indexed>(
     objects: Vec<(PathBuf, K)>,
     keep: impl Fn(&K) -> bool,
 ) -> Result<(), SnapshotError> {
-    index.apply(Event::<K>::Init).map_err(|source| SnapshotError::Invalid { path: PathBuf::new(), source })?;
-    for (path, obj) in objects.into_iter().filter(|(_, o)| keep(o)) {
-        index.apply(Event::InitApply(obj)).map_err(|source| SnapshotError::Invalid { path, source })?;
-    }
-    index.apply(Event::<K>::InitDone).map_err(|source| SnapshotError::Invalid { path: PathBuf::new(), source })
+    // The relist converts one object at a time, so on an error `current` names its file.
+    let current = Cell::new(PathBuf::new());
+    let listed = objects.into_iter().filter(|(_, o)| keep(o)).map(|(path, obj)| {
+        current.set(path);
+        obj
+    });
+    index.relist(listed).map_err(|source| SnapshotError::Invalid { path: current.take(), source })
 }
 
 /// The API server's limits on names, label keys and values (and so on taints). An object
@@ -141,7 +144,7 @@ fn check_sizes(value: &Value) -> Result<(), String> {
     for (pointer, what, max) in [
         ("/metadata/name", "metadata.name", MAX_NAME),
         ("/metadata/namespace", "metadata.namespace", MAX_NAMESPACE),
-        ("/spec/nodeName", "spec.nodeName", MAX_NAME),
+        ("/spec/nodeName", NODE_NAME_KEY, MAX_NAME),
     ] {
         if let Some(s) = text(pointer).filter(|s| s.len() > max) {
             return too_long(what.to_owned(), s.len(), max);

@@ -109,11 +109,7 @@ pub fn revision(ds: &DaemonSet, hash: &str) -> ControllerRevision {
 
 /// Apply a complete initial list of one resource.
 pub fn list<K: Indexed>(index: &mut Index, objects: Vec<K>) {
-    index.apply(Event::<K>::Init).unwrap();
-    for obj in objects {
-        index.apply(Event::InitApply(obj)).unwrap();
-    }
-    index.apply(Event::<K>::InitDone).unwrap();
+    index.relist(objects).unwrap();
 }
 
 pub fn apply<K: Indexed>(index: &mut Index, obj: K) {
