@@ -24,9 +24,9 @@ bash tests/controlplane/controlplane.sh build
 live=$(mktemp); soak=$(mktemp)
 trap 'rm -f "$out" "$live" "$soak"' EXIT
 CHURN_NODES=1000 CHURN_SECONDS=60 RELIABILITY_REPORT=$live \
-  cargo test --release --locked --test churn -- --nocapture
+  cargo test --release --locked --test churn -- --include-ignored --nocapture
 CHURN_NODES=200 CHURN_SECONDS=${CHURN_SECONDS:-600} RELIABILITY_REPORT=$soak \
-  cargo test --release --locked --test churn -- --nocapture
+  cargo test --release --locked --test churn -- --include-ignored --nocapture
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 cat > docs/benchmarks.md <<EOD

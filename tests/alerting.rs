@@ -182,18 +182,7 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
         "serviceMonitor": {"enabled": true, "relabelings": [{"targetLabel": "cluster", "replacement": "eu-1"}]},
     }));
     let (monitor, service) = (&rendered["servicemonitor.yaml"], &rendered["service.yaml"]);
-    let replicas: Vec<(u16, support::KillOnDrop)> = ["a", "b"]
-        .iter()
-        .map(|_| {
-            let port = http::free_port();
-            let listen = format!("127.0.0.1:{port}");
-            let child = support::spawn_exporter(&["--snapshot", "tests/fixtures/alerting.yaml", "--listen", &listen]);
-            (port, support::KillOnDrop(child))
-        })
-        .collect();
-    for (port, _) in &replicas {
-        http::wait_ok(*port, "/readyz", Duration::from_secs(10));
-    }
+    let replicas = [(); 2].map(|_| support::Exporter::snapshot(&["tests/fixtures/alerting.yaml"]));
     // kube-state-metrics: agent's status says one node more than the exporter explains (2); web
     // says 1 where the exporter sees none. Summed over both replicas the exporter would say 4.
     let ksm = http::Stub::serve(
@@ -223,8 +212,8 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
     let endpoints: Vec<Endpoint> = replicas
         .iter()
         .zip(["renamed-5d4f8-a", "renamed-5d4f8-b"])
-        .map(|((port, _), pod)| Endpoint {
-            address: format!("127.0.0.1:{port}"),
+        .map(|(replica, pod)| Endpoint {
+            address: format!("127.0.0.1:{}", replica.port),
             namespace: "monitoring",
             pod,
             container: "exporter",

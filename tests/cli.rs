@@ -99,15 +99,8 @@ fn configuration_errors_have_their_own_exit_codes() {
 
 #[test]
 fn serves_a_snapshot_and_shuts_down_on_sigterm() {
-    let port = http::free_port();
-    let mut child = support::spawn_exporter(&[
-        "--snapshot",
-        "examples/cluster-autoscaler-drain.json",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-    ]);
-    http::wait_ok(port, "/readyz", Duration::from_secs(10));
-    let (_, headers, metrics) = http::get_with_headers(port, "/metrics").unwrap();
+    let mut exporter = support::Exporter::snapshot(&["examples/cluster-autoscaler-drain.json"]);
+    let (_, headers, metrics) = http::get_with_headers(exporter.port, "/metrics").unwrap();
     assert!(headers.contains("content-type: application/openmetrics-text; version=1.0.0"), "{headers}");
     assert!(metrics.contains(
         r#"daemonset_misscheduled_nodes{namespace="monitoring",daemonset="datadog-agent",reason="autoscaler_drain"} 1"#
@@ -117,6 +110,7 @@ fn serves_a_snapshot_and_shuts_down_on_sigterm() {
     ));
     assert!(metrics.contains(r#"daemonset_eligible_nodes{namespace="monitoring",daemonset="datadog-agent"} 2"#));
     assert!(metrics.trim_end().ends_with("# EOF"));
+    let child = &mut exporter.child;
     let pid = child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     let started = Instant::now();

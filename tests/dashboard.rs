@@ -4,23 +4,11 @@
 
 mod support;
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
 use serde_json::Value;
 use support::http;
 use support::prometheus::Prometheus;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn dashboard() -> Value {
     serde_json::from_str(&std::fs::read_to_string(format!("{ROOT}/dashboards/misschedule-exporter.json")).unwrap())
@@ -100,18 +88,9 @@ fn dashboard_follows_mixin_conventions() {
 #[test]
 #[ignore = "needs Prometheus: scripts/test.sh runs it"]
 fn every_panel_query_returns_data_from_a_real_prometheus() {
-    let exporter_port = http::free_port();
     // label-drift has a misscheduled pod and an ineligible node: every panel has something to show.
-    let _exporter = Process(
-        Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
-            .args(["--snapshot", "examples/label-drift.json", "--listen", &format!("127.0.0.1:{exporter_port}")])
-            .current_dir(ROOT)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    http::wait_ok(exporter_port, "/readyz", Duration::from_secs(10));
+    let exporter = support::Exporter::snapshot(&["examples/label-drift.json"]);
+    let exporter_port = exporter.port;
     // kube-state-metrics' series for the panel that sets its count beside ours.
     let ksm = http::Stub::serve(
         "kube_daemonset_status_number_misscheduled{namespace=\"monitoring\",daemonset=\"ssd-agent\"} 1\n",

@@ -5,21 +5,10 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::http;
 use support::prometheus::Prometheus;
-
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Hostile but within the API server's length limits; snapshots are not validated
 /// beyond length, so these reach the labels as they are.
@@ -46,18 +35,8 @@ fn prometheus_reads_escaped_label_values_back_unchanged() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("hostile.json");
     snapshot(&path);
-    let port = http::free_port();
-    let _exporter = Process(
-        Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
-            .arg("--snapshot")
-            .arg(&path)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    http::wait_ok(port, "/readyz", Duration::from_secs(10));
+    let exporter = support::Exporter::snapshot(&[path.to_str().unwrap()]);
+    let port = exporter.port;
     let (_, text) = http::get(port, "/metrics").unwrap();
     assert!(text.contains(r#"node="n\"quoted\"""#), "quotes are escaped:\n{text}");
     assert!(text.contains(r#"node="two\nlines"#), "newlines are escaped");

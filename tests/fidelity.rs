@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 use std::process::Command;
-use std::time::Duration;
 
 mod support;
 
@@ -62,12 +61,9 @@ fn explain_gives_the_controllers_rows() {
 
 #[test]
 fn metrics_give_the_controllers_counts() {
-    let port = http::free_port();
-    let mut child = support::spawn_exporter(&["--snapshot", FIXTURE, "--listen", &format!("127.0.0.1:{port}")]);
-    http::wait_ok(port, "/readyz", Duration::from_secs(10));
-    let (status, metrics) = http::request(port, "GET", "/metrics", None).unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let exporter = support::Exporter::snapshot(&[FIXTURE]);
+    let (status, metrics) = http::request(exporter.port, "GET", "/metrics", None).unwrap();
+    drop(exporter);
     assert_eq!(status, 200);
     let sample = |line: &str| line.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok());
     for (ds, misscheduled, desired) in STATUS {

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -15,7 +15,7 @@ use kube::discovery::Scope;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use super::http;
+pub use super::Exporter;
 
 pub const NS: &str = "monitoring";
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(45);
@@ -75,70 +75,6 @@ impl ControlPlane {
 impl Drop for ControlPlane {
     fn drop(&mut self) {
         let _ = self.script("down");
-    }
-}
-
-pub struct Exporter {
-    pub child: Child,
-    pub port: u16,
-}
-
-impl Exporter {
-    pub fn start(kubeconfig: &str) -> Self {
-        Self::spawn(kubeconfig, Stdio::inherit())
-    }
-
-    /// Like `start`, with the exporter's log in `log`.
-    pub fn start_logging(kubeconfig: &str, log: &Path) -> Self {
-        Self::start_with(kubeconfig, &[], log)
-    }
-
-    /// Like `start_logging`, with extra command-line flags.
-    pub fn start_with(kubeconfig: &str, args: &[&str], log: &Path) -> Self {
-        let log = std::fs::File::create(log).expect("exporter log file");
-        Self::spawn_with(kubeconfig, args, log.into())
-    }
-
-    fn spawn(kubeconfig: &str, stderr: Stdio) -> Self {
-        Self::spawn_with(kubeconfig, &[], stderr)
-    }
-
-    fn spawn_with(kubeconfig: &str, args: &[&str], stderr: Stdio) -> Self {
-        let port = http::free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
-            .args(["--kubeconfig", kubeconfig, "--listen", &format!("127.0.0.1:{port}")])
-            .args(args)
-            .env("RUST_LOG", std::env::var("EXPORTER_RUST_LOG").unwrap_or_else(|_| "warn".into()))
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .expect("start exporter");
-        Self { child, port }
-    }
-
-    pub fn ready(&self) -> bool {
-        self.get("/readyz").map(|(status, _)| status) == Some(200)
-    }
-
-    /// The value of one sample, e.g. `misschedule_exporter_watch_errors_total{resource="pods"}`.
-    pub fn sample(&self, series: &str) -> Option<f64> {
-        let prefix = format!("{series} ");
-        self.metrics().lines().find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
-    }
-
-    pub fn get(&self, path: &str) -> Option<(u16, String)> {
-        http::get(self.port, path)
-    }
-
-    pub fn metrics(&self) -> String {
-        self.get("/metrics").map(|(_, body)| body).unwrap_or_default()
-    }
-}
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

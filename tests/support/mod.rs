@@ -4,36 +4,18 @@
 
 pub mod chart;
 pub mod cluster;
+pub mod exporter;
 pub mod http;
 pub mod prometheus;
 pub mod proxy;
+
+pub use exporter::Exporter;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{Index, Indexed};
 use serde_json::{Value, json};
-
-/// A child process killed when the test lets go of it, passed or failed.
-pub struct KillOnDrop(pub std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The exporter binary run from the repository root with `args`, its output discarded.
-pub fn spawn_exporter(args: &[&str]) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start the exporter")
-}
 
 pub fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).expect("test object is valid")

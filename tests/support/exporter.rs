@@ -1,0 +1,80 @@
+//! The exporter binary as the tests run it: from the repository root, on a free loopback
+//! port, killed when the test lets go of it.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::http;
+
+pub struct Exporter {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Exporter {
+    /// `args` plus `--listen` on a free port; stdout discarded, stderr to `stderr`.
+    pub fn spawn(args: &[&str], stderr: Stdio) -> Self {
+        let port = http::free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
+            .args(args)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("RUST_LOG", std::env::var("EXPORTER_RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("start the exporter");
+        Self { child, port }
+    }
+
+    /// Serving these snapshot files (paths from the repository root), once ready.
+    pub fn snapshot(files: &[&str]) -> Self {
+        let args: Vec<&str> = files.iter().flat_map(|f| ["--snapshot", f]).collect();
+        let exporter = Self::spawn(&args, Stdio::null());
+        http::wait_ok(exporter.port, "/readyz", Duration::from_secs(10));
+        exporter
+    }
+
+    /// Watching the cluster of `kubeconfig`, logging to the test's stderr.
+    pub fn start(kubeconfig: &str) -> Self {
+        Self::spawn(&["--kubeconfig", kubeconfig], Stdio::inherit())
+    }
+
+    /// Like `start`, with the exporter's log in `log`.
+    pub fn start_logging(kubeconfig: &str, log: &Path) -> Self {
+        Self::start_with(kubeconfig, &[], log)
+    }
+
+    /// Like `start_logging`, with extra command-line flags.
+    pub fn start_with(kubeconfig: &str, args: &[&str], log: &Path) -> Self {
+        let log = std::fs::File::create(log).expect("exporter log file");
+        let args: Vec<&str> = ["--kubeconfig", kubeconfig].into_iter().chain(args.iter().copied()).collect();
+        Self::spawn(&args, log.into())
+    }
+
+    pub fn ready(&self) -> bool {
+        self.get("/readyz").map(|(status, _)| status) == Some(200)
+    }
+
+    /// The value of one sample, e.g. `misschedule_exporter_watch_errors_total{resource="pods"}`.
+    pub fn sample(&self, series: &str) -> Option<f64> {
+        let prefix = format!("{series} ");
+        self.metrics().lines().find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
+    }
+
+    pub fn get(&self, path: &str) -> Option<(u16, String)> {
+        http::get(self.port, path)
+    }
+
+    pub fn metrics(&self) -> String {
+        self.get("/metrics").map(|(_, body)| body).unwrap_or_default()
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
