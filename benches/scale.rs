@@ -10,6 +10,8 @@
 //! events applied per second through `Index::apply`, the watcher's own path. Lists
 //! and events are decoded into the shapes the watcher uses (`SlimPod`, `SlimNode`).
 
+// The test kit's synthetic cluster (tests/support/synth.rs), shared with the tests.
+#[path = "../tests/support/synth.rs"]
 mod synth;
 
 use std::io::{Read, Write};

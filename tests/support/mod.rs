@@ -8,6 +8,7 @@ pub mod exporter;
 pub mod http;
 pub mod prometheus;
 pub mod proxy;
+pub mod synth;
 
 pub use exporter::Exporter;
 
