@@ -134,8 +134,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for StallGuard<S> {
 struct AppState {
     shared: Arc<Shared>,
     exposition: Arc<Exposition>,
-    /// Renders at once: more than the cores buys nothing, and each blocking thread
-    /// would keep its own stack and allocator cache (64 scrapers grew RSS by half).
+    /// Renders at once, one per core: more buys no speed, and each blocking thread keeps
+    /// its own stack and allocator cache (measured in docs/benchmarks.md).
     renderers: Arc<Semaphore>,
 }
 
