@@ -12,6 +12,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
 
 use crate::index::{Index, Resource};
 use crate::model::Timestamp;
@@ -188,6 +189,46 @@ impl Telemetry {
     pub fn healthy(&self, resource: Resource) -> bool {
         let last_error = self.last_error_ms[resource as usize].load(Ordering::Relaxed);
         last_error == 0 || unix_ms() - last_error > UNHEALTHY_AFTER_ERROR.as_millis() as i64
+    }
+
+    /// Registers the counters, histograms and reload gauges; the gauges read from the index
+    /// are `report::metrics`'s.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "misschedule_exporter_watch_events",
+            "Watch events received, by resource and event type",
+            self.watch_events.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_watch_errors",
+            "Failed watch or list calls, by resource; each is followed by a backoff and a relist",
+            self.watch_errors.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_watch_expiries",
+            "Watches whose resourceVersion had expired (410 Gone), each followed by an immediate relist; not a failure",
+            self.watch_expiries.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_invalid_objects",
+            "Objects the exporter could not read (logged with their name) and left out",
+            self.invalid_objects.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_classification_duration_seconds",
+            "Time to apply one watch event to the index, re-classifying what it touches",
+            self.apply_duration.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_credential_reloads",
+            "Changed TLS certificate or auth secret files picked up (success) or refused (failure; the previous ones stay in use)",
+            self.reloads.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_credential_reload_failing",
+            "1 while the TLS or auth files on disk are unusable and the previous credentials stay in use",
+            self.reload_failing.clone(),
+        );
     }
 
     /// Unix seconds of the resource's last watch event; 0 if none yet (or no watch at all).

@@ -44,42 +44,7 @@ impl Exposition {
             rendered_generation: rendered_generation.clone(),
         }));
         let mut telemetry = Registry::default();
-        let t = &shared.telemetry;
-        telemetry.register(
-            "misschedule_exporter_watch_events",
-            "Watch events received, by resource and event type",
-            t.watch_events.clone(),
-        );
-        telemetry.register(
-            "misschedule_exporter_watch_errors",
-            "Failed watch or list calls, by resource; each is followed by a backoff and a relist",
-            t.watch_errors.clone(),
-        );
-        telemetry.register(
-            "misschedule_exporter_watch_expiries",
-            "Watches whose resourceVersion had expired (410 Gone), each followed by an immediate relist; not a failure",
-            t.watch_expiries.clone(),
-        );
-        telemetry.register(
-            "misschedule_exporter_invalid_objects",
-            "Objects the exporter could not read (logged with their name) and left out",
-            t.invalid_objects.clone(),
-        );
-        telemetry.register(
-            "misschedule_exporter_classification_duration_seconds",
-            "Time to apply one watch event to the index, re-classifying what it touches",
-            t.apply_duration.clone(),
-        );
-        telemetry.register(
-            "misschedule_exporter_credential_reloads",
-            "Changed TLS certificate or auth secret files picked up (success) or refused (failure; the previous ones stay in use)",
-            t.reloads.clone(),
-        );
-        telemetry.register(
-            "misschedule_exporter_credential_reload_failing",
-            "1 while the TLS or auth files on disk are unusable and the previous credentials stay in use",
-            t.reload_failing.clone(),
-        );
+        shared.telemetry.register(&mut telemetry);
         telemetry.register_collector(Box::new(SelfCollector { shared: shared.clone() }));
         Self { shared, classification, telemetry, rendered_generation, cache: Mutex::new(None) }
     }
