@@ -318,3 +318,43 @@ impl From<Node> for SlimNode {
         Self { metadata: node.metadata, spec: node.spec.map(|s| NodeTaintsSpec { taints: s.taints }) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::interner::Interner;
+    use crate::model::{Placement, Str, Toleration};
+
+    /// The interner finds a pod's own placement by its slim parts without building one.
+    #[test]
+    fn a_pod_placement_found_by_its_parts_is_the_built_one() {
+        let mut interner = Interner::default();
+        let built = interner.placement(Placement {
+            node_selector: vec![(Str::from("pool"), Str::from("a"))],
+            tolerations: vec![Toleration {
+                key: Str::from("k"),
+                operator: TolerationOperator::Exists,
+                value: Str::from(""),
+                effect: None,
+            }],
+            ..Placement::default()
+        });
+        let mut spec = PodPlacement {
+            node_selector: Some([("pool".to_owned(), "a".to_owned())].into()),
+            tolerations: Some(vec![PodToleration {
+                key: Some("k".into()),
+                operator: TolerationOperator::Exists,
+                ..PodToleration::default()
+            }]),
+            ..PodPlacement::default()
+        };
+        assert!(Arc::ptr_eq(&built, &interner.own_placement(Some(&spec))));
+        spec.host_network = Some(true);
+        let other = interner.own_placement(Some(&spec));
+        assert!(!Arc::ptr_eq(&built, &other));
+        assert!(other.host_network);
+        assert!(Arc::ptr_eq(&other, &interner.own_placement(Some(&spec))));
+    }
+}

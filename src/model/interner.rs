@@ -231,38 +231,6 @@ mod tests {
     }
 
     #[test]
-    fn a_pod_placement_found_by_its_parts_is_the_built_one() {
-        use crate::k8s::slim::{PodPlacement, PodToleration};
-        use crate::model::{Toleration, TolerationOperator};
-        let mut interner = Interner::default();
-        let built = interner.placement(Placement {
-            node_selector: vec![(Str::from("pool"), Str::from("a"))],
-            tolerations: vec![Toleration {
-                key: Str::from("k"),
-                operator: TolerationOperator::Exists,
-                value: Str::from(""),
-                effect: None,
-            }],
-            ..Placement::default()
-        });
-        let mut spec = PodPlacement {
-            node_selector: Some([("pool".to_owned(), "a".to_owned())].into()),
-            tolerations: Some(vec![PodToleration {
-                key: Some("k".into()),
-                operator: TolerationOperator::Exists,
-                ..PodToleration::default()
-            }]),
-            ..PodPlacement::default()
-        };
-        assert!(Arc::ptr_eq(&built, &interner.own_placement(Some(&spec))));
-        spec.host_network = Some(true);
-        let other = interner.own_placement(Some(&spec));
-        assert!(!Arc::ptr_eq(&built, &other));
-        assert!(other.host_network);
-        assert!(Arc::ptr_eq(&other, &interner.own_placement(Some(&spec))));
-    }
-
-    #[test]
     fn garbage_collection_drops_only_unreferenced_values() {
         let mut interner = Interner::default();
         let kept = interner.str("kept");
