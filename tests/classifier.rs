@@ -6,6 +6,7 @@ mod support;
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{self, Index};
+use misschedule_exporter::k8s::slim::SlimPod;
 use misschedule_exporter::rules::reason::DrainTaints;
 use serde_json::json;
 use support::*;
@@ -362,10 +363,10 @@ fn relist_replaces_only_on_init_done() {
     );
     assert_eq!(misscheduled(&index).len(), 2);
     // A relist in which the n2 pod no longer exists: until InitDone nothing changes.
-    index.apply(Event::<k8s_openapi::api::core::v1::Pod>::Init).unwrap();
-    index.apply(Event::InitApply(daemon_pod(&ds, "n1", "h", true))).unwrap();
+    index.apply(Event::<SlimPod>::Init).unwrap();
+    index.apply(Event::InitApply(daemon_pod(&ds, "n1", "h", true).watched())).unwrap();
     assert_eq!(misscheduled(&index).len(), 2);
-    index.apply(Event::<k8s_openapi::api::core::v1::Pod>::InitDone).unwrap();
+    index.apply(Event::<SlimPod>::InitDone).unwrap();
     assert_eq!(misscheduled(&index), vec![row("agent-n1", "n1", "taint_added", "x")]);
 }
 
@@ -403,7 +404,7 @@ fn malformed_objects_are_rejected_and_change_nothing() {
     );
     let mut no_uid = daemon_pod(&ds, "n1", "h", true);
     no_uid.metadata.uid = None;
-    let err = index.apply(Event::Apply(no_uid)).unwrap_err();
+    let err = index.apply(Event::Apply(no_uid.watched())).unwrap_err();
     assert_eq!(err.to_string(), "Pod ns/agent-n1: missing metadata.uid");
     assert_eq!(misscheduled(&index).len(), 1);
 }
@@ -420,11 +421,11 @@ fn deletes_need_only_the_key() {
     // A delete carrying only metadata (as a tombstone may) still removes the pod.
     let mut bare: k8s_openapi::api::core::v1::Pod =
         from(json!({"metadata": {"name": "agent-n1", "namespace": "ns", "uid": "pod-agent-n1-h"}}));
-    index.apply(Event::Delete(bare.clone())).unwrap();
+    index.apply(Event::Delete(bare.clone().watched())).unwrap();
     assert!(misscheduled(&index).is_empty());
     // Without its key, a delete is refused by name, and nothing else changes.
     bare.metadata.uid = None;
-    let err = index.apply(Event::Delete(bare)).unwrap_err();
+    let err = index.apply(Event::Delete(bare.watched())).unwrap_err();
     assert_eq!(err.to_string(), "Pod ns/agent-n1: missing metadata.uid");
     assert_eq!(index.daemonsets()[0].eligible_nodes(), 0);
 }

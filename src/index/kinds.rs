@@ -1,9 +1,8 @@
 //! The four watched resources, and how each enters the index: the wire types decode into a
 //! compact model type (`Indexed`), which the index stores under its key (`Stored`).
 
-// The API's own types go by their group (`apps::DaemonSet`, `core::Node`); bare names are the model's.
+// The API's own types go by their group (`apps::DaemonSet`); bare names are the model's.
 use k8s_openapi::api::apps::v1::{self as apps, ControllerRevision};
-use k8s_openapi::api::core::v1 as core;
 
 use super::{Index, Store};
 use crate::k8s::convert::{self, ConvertError};
@@ -199,23 +198,5 @@ impl Indexed for ControllerRevision {
     type Compact = Revision;
     fn convert(&self, interner: &mut Interner) -> Result<Revision, ConvertError> {
         convert::revision(self, interner)
-    }
-}
-
-// Full API objects (the tests, the fuzz targets) go through the same conversion as the
-// watched shapes. They stay here: the orphan rule keeps a test crate from implementing
-// this trait for k8s-openapi's types.
-
-impl Indexed for core::Node {
-    type Compact = Node;
-    fn convert(&self, interner: &mut Interner) -> Result<Node, ConvertError> {
-        convert::node(&SlimNode::from(self.clone()), interner)
-    }
-}
-
-impl Indexed for core::Pod {
-    type Compact = Pod;
-    fn convert(&self, interner: &mut Interner) -> Result<Pod, ConvertError> {
-        convert::pod(&SlimPod::from(self.clone()), interner)
     }
 }

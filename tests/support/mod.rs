@@ -16,6 +16,7 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{Index, Indexed};
+use misschedule_exporter::k8s::slim::{SlimNode, SlimPod};
 use serde_json::{Value, json};
 
 pub fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
@@ -90,17 +91,52 @@ pub fn revision(ds: &DaemonSet, hash: &str) -> ControllerRevision {
     }))
 }
 
+/// An API object as the exporter watches it: the tests build full k8s-openapi objects, and
+/// the watchers decode Nodes and Pods into slim shapes, which keep only what the rules read.
+pub trait Watched {
+    type Shape: Indexed;
+    fn watched(self) -> Self::Shape;
+}
+
+impl Watched for Node {
+    type Shape = SlimNode;
+    fn watched(self) -> SlimNode {
+        self.into()
+    }
+}
+
+impl Watched for Pod {
+    type Shape = SlimPod;
+    fn watched(self) -> SlimPod {
+        self.into()
+    }
+}
+
+impl Watched for DaemonSet {
+    type Shape = DaemonSet;
+    fn watched(self) -> DaemonSet {
+        self
+    }
+}
+
+impl Watched for ControllerRevision {
+    type Shape = ControllerRevision;
+    fn watched(self) -> ControllerRevision {
+        self
+    }
+}
+
 /// Apply a complete initial list of one resource.
-pub fn list<K: Indexed>(index: &mut Index, objects: Vec<K>) {
-    index.relist(objects).unwrap();
+pub fn list<K: Watched>(index: &mut Index, objects: Vec<K>) {
+    index.relist(objects.into_iter().map(K::watched)).unwrap();
 }
 
-pub fn apply<K: Indexed>(index: &mut Index, obj: K) {
-    index.apply(Event::Apply(obj)).unwrap();
+pub fn apply<K: Watched>(index: &mut Index, obj: K) {
+    index.apply(Event::Apply(obj.watched())).unwrap();
 }
 
-pub fn delete<K: Indexed>(index: &mut Index, obj: K) {
-    index.apply(Event::Delete(obj)).unwrap();
+pub fn delete<K: Watched>(index: &mut Index, obj: K) {
+    index.apply(Event::Delete(obj.watched())).unwrap();
 }
 
 pub const NOW: i64 = 1_780_272_000;
