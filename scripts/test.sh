@@ -2,20 +2,20 @@
 # Everything the test suite needs, then the suite. Safe to run on a fresh Debian machine.
 #   - Debian packages for the control plane (etcd, Go, rsync, openssl, curl), and
 #     prometheus + prometheus-alertmanager (promtool, amtool, a real Prometheus and Alertmanager),
-#     jsonnet (renders the mixin)
+#     jsonnet (renders the mixin), chromium (headless: the landing page in a real browser)
 #   - PyPI helm-python-sdk 0.2.2 and kubernetes-validate for the chart tests
 #   - kube-apiserver and kube-controller-manager v1.20.2, built once from Debian's
 #     source package and cached under ~/.cache/misschedule-exporter (6-10 min the first time)
 #   - cargo test, both tiers: the fast one (pure and in-process; plain `cargo test` runs only
-#     it) and the slow one (control plane, Prometheus, Alertmanager, promtool, jsonnet, the chart)
+#     it) and the slow one (control plane, Prometheus, Alertmanager, promtool, jsonnet, the chart, chromium)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 started=$SECONDS
 # promtool, amtool and Alertmanager for the alerting tests; a real Prometheus for the dashboard test;
-# jsonnet for the mixin.
+# jsonnet for the mixin; chromium to load the landing page.
 missing=()
-for pkg in prometheus prometheus-alertmanager jsonnet; do
+for pkg in prometheus prometheus-alertmanager jsonnet chromium; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -240,7 +240,7 @@ async fn run(cli: Cli) -> Outcome {
             let explanation = explain::explain(&index, &source.namespace, daemonset.as_deref(), unix_now());
             let text = match output {
                 Output::Table => render_table(&explanation),
-                Output::Json => serde_json::to_string_pretty(&explanation.pods).or_exit(Failure::Runtime)? + "\n",
+                Output::Json => serde_json::to_string_pretty(&explanation).or_exit(Failure::Runtime)? + "\n",
             };
             print!("{text}");
             Ok(())

@@ -35,9 +35,10 @@ fn explain_json_on_a_snapshot() {
         "datadog-agent",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = rows.as_array().unwrap();
+    let explanation: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = explanation["misscheduled"].as_array().unwrap();
     assert_eq!(rows.len(), 1);
+    assert!(explanation["ineligible"].is_array(), "the ineligible-node reasons ride along");
     for field in ["namespace", "daemonset", "pod", "node", "reason", "key", "since"] {
         assert!(rows[0].get(field).is_some(), "missing {field}");
     }

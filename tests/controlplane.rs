@@ -265,7 +265,8 @@ fn explain_live(kubeconfig: &str) {
         .output()
         .unwrap();
     assert!(out.status.success(), "explain failed: {}", String::from_utf8_lossy(&out.stderr));
-    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let explanation: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = explanation["misscheduled"].as_array().unwrap();
     let got: BTreeSet<Row> = rows
         .iter()
         .map(|r| {

@@ -26,7 +26,8 @@ fn explain_gives_the_controllers_rows() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let explanation: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = explanation["misscheduled"].as_array().unwrap();
     let got: BTreeSet<(String, String, String, String, String)> = rows
         .iter()
         .map(|r| {

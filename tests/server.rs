@@ -250,7 +250,7 @@ fn unusable_tls_files_are_configuration_errors() {
 }
 
 #[test]
-fn authentication_guards_metrics_but_not_the_probes() {
+fn authentication_guards_metrics_and_explain_but_not_the_probes() {
     let dir = temp_dir("auth");
     let token = dir.join("token");
     let password = dir.join("password");
@@ -283,6 +283,13 @@ fn authentication_guards_metrics_but_not_the_probes() {
     assert_eq!(status_of(&get_with(port, "/metrics", Some("Basic cHJvbWV0aGV1czp3cm9uZw=="))), Some(401));
     assert_eq!(status_of(&get_with(port, "/healthz", None)), Some(200));
     assert_eq!(status_of(&get_with(port, "/readyz", None)), Some(200));
+    // The explanation reveals what /metrics does, so it is guarded the same way.
+    for path in ["/explain", "/", "/?namespace=kube-system"] {
+        let refused = get_with(port, path, None);
+        assert_eq!(status_of(&refused), Some(401), "{path}: {refused}");
+        assert!(!refused.contains("datadog"), "{path} leaks nothing when refused");
+        assert_eq!(status_of(&get_with(port, path, Some("Bearer t0ken"))), Some(200), "{path}");
+    }
 
     // Rotating the token file takes effect without a restart.
     std::fs::write(&token, "n3w").unwrap();

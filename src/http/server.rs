@@ -34,6 +34,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::http::auth::{self, Authenticator};
+use crate::http::explain;
 use crate::http::tls::ReloadingCert;
 use crate::http::token_review::{Decision, TokenReviewer};
 use crate::report::metrics::{self, Exposition};
@@ -131,12 +132,12 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for StallGuard<S> {
 }
 
 #[derive(Clone)]
-struct AppState {
-    shared: Arc<Shared>,
+pub(crate) struct AppState {
+    pub(crate) shared: Arc<Shared>,
     exposition: Arc<Exposition>,
     /// Renders at once, one per core: more buys no speed, and each blocking thread keeps
     /// its own stack and allocator cache (measured in docs/benchmarks.md).
-    renderers: Arc<Semaphore>,
+    pub(crate) renderers: Arc<Semaphore>,
 }
 
 /// Who may read `/metrics`: holders of the configured credentials, and (with
@@ -148,14 +149,17 @@ pub struct ScrapeAuth {
     pub token_review: Option<Arc<TokenReviewer>>,
 }
 
-/// The routes. `auth` guards `/metrics` only: the probes reveal nothing, and kubelet
-/// probes cannot present credentials.
+/// The routes. `auth` guards what reveals the cluster (`/metrics`, `/explain`, `/`), not
+/// the probes: they reveal nothing, and kubelet probes cannot present credentials.
 pub fn router(shared: Arc<Shared>, exposition: Arc<Exposition>, auth: ScrapeAuth) -> Router {
-    let mut metrics = Router::new().route("/metrics", get(metrics_handler));
+    let mut guarded = Router::new()
+        .route("/metrics", get(metrics_handler))
+        .route("/explain", get(explain::explain_json))
+        .route("/", get(explain::landing_page));
     if auth.credentials.is_some() || auth.token_review.is_some() {
-        metrics = metrics.route_layer(middleware::from_fn_with_state(auth, require_auth));
+        guarded = guarded.route_layer(middleware::from_fn_with_state(auth, require_auth));
     }
-    metrics
+    guarded
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready_handler))
         .with_state(AppState { shared, exposition, renderers: Arc::new(Semaphore::new(render_threads())) })

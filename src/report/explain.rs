@@ -1,4 +1,5 @@
-//! `misschedule-exporter explain`: the same classification, for a person.
+//! The explanation: the same classification as `/metrics`, for a person. One object
+//! serves `explain -o json`, `GET /explain` and the landing page.
 
 use std::fmt::Write as _;
 
@@ -33,7 +34,9 @@ pub struct IneligibleRow {
 
 #[derive(Debug, Default, Serialize)]
 pub struct Explanation {
-    pub pods: Vec<PodRow>,
+    /// Each misscheduled pod, with its reason, key and suggested fix.
+    pub misscheduled: Vec<PodRow>,
+    /// Why each DaemonSet skips nodes (why desired < node count).
     pub ineligible: Vec<IneligibleRow>,
 }
 
@@ -51,7 +54,7 @@ pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, no
         for p in view.misscheduled_pods() {
             let reason = p.classification.reason;
             let key = p.classification.key.to_string();
-            out.pods.push(PodRow {
+            out.misscheduled.push(PodRow {
                 namespace: id.namespace.to_string(),
                 daemonset: id.name.to_string(),
                 pod: p.pod.id.name.to_string(),
@@ -116,7 +119,7 @@ fn rfc3339(t: Timestamp) -> String {
     jiff::Timestamp::from_second(t).map_or_else(|_| t.to_string(), |ts| ts.to_string())
 }
 
-fn human_age(seconds: i64) -> String {
+pub fn human_age(seconds: i64) -> String {
     match seconds {
         s if s < 120 => format!("{s}s"),
         s if s < 7200 => format!("{}m", s / 60),
@@ -128,11 +131,11 @@ fn human_age(seconds: i64) -> String {
 /// Aligned text tables.
 pub fn render_table(explanation: &Explanation) -> String {
     let mut out = String::new();
-    if explanation.pods.is_empty() {
+    if explanation.misscheduled.is_empty() {
         out.push_str("No misscheduled daemon pods.\n");
     } else {
         let rows: Vec<[String; 8]> = explanation
-            .pods
+            .misscheduled
             .iter()
             .map(|r| {
                 [
