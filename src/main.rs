@@ -16,7 +16,8 @@ use misschedule_exporter::http::token_review::TokenReviewer;
 use misschedule_exporter::index::{self, Index};
 use misschedule_exporter::report::explain::{self, render_table};
 use misschedule_exporter::report::metrics;
-use misschedule_exporter::rules::reason::DrainTaints;
+use misschedule_exporter::rules::attribution::{DEFAULT_NFD_MANAGERS, NfdManagers};
+use misschedule_exporter::rules::reason::{Conventions, DrainTaints};
 use misschedule_exporter::source::snapshot::Snapshot;
 use misschedule_exporter::source::watch;
 use misschedule_exporter::telemetry::{Shared, unix_now};
@@ -75,6 +76,11 @@ struct Source {
     /// added to the built-in list. A trailing * matches a prefix.
     #[arg(long, env = "MISSCHEDULE_DRAIN_TAINT_KEYS", value_delimiter = ',', global = true)]
     drain_taint_keys: Vec<String>,
+
+    /// Field managers that are node-feature-discovery: a label or taint they own or
+    /// removed is reason nfd_change, whatever its name. Replaces the default list.
+    #[arg(long, env = "MISSCHEDULE_NFD_MANAGERS", value_delimiter = ',', global = true, default_values_t = DEFAULT_NFD_MANAGERS.map(String::from))]
+    nfd_managers: Vec<String>,
 
     /// Server-side label selector for the pod watch. The DaemonSet controller puts
     /// this label on every pod it creates, so non-daemon pods are never fetched.
@@ -202,7 +208,10 @@ fn init_tracing(format: LogFormat) {
 async fn run(cli: Cli) -> Outcome {
     let source = &cli.source;
     let mut index = Index::new(index::Config {
-        drain_taints: DrainTaints::with_extra(source.drain_taint_keys.iter().cloned()),
+        conventions: Conventions {
+            drain_taints: DrainTaints::with_extra(source.drain_taint_keys.iter().cloned()),
+            nfd_managers: NfdManagers::new(source.nfd_managers.iter().cloned()),
+        },
         namespace_scopes: source.namespace.len(),
     });
     index.set_now(unix_now());

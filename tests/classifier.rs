@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{self, Index};
 use misschedule_exporter::k8s::slim::SlimPod;
-use misschedule_exporter::rules::reason::DrainTaints;
+use misschedule_exporter::rules::reason::{Conventions, DrainTaints};
 use serde_json::json;
 use support::*;
 
@@ -72,7 +72,10 @@ fn nfd_taint_from_annotation() {
 #[test]
 fn extra_drain_taint_keys() {
     let mut index = Index::new(index::Config {
-        drain_taints: DrainTaints::with_extra(["example.com/draining"]),
+        conventions: Conventions {
+            drain_taints: DrainTaints::with_extra(["example.com/draining"]),
+            ..Conventions::default()
+        },
         ..Default::default()
     });
     let ds = daemonset("agent", json!({}));

@@ -26,7 +26,7 @@ fn every_change_shows_on_the_next_render() {
     assert_eq!(
         pod_info_lines(&text),
         [
-            r#"daemonset_misscheduled_pod_info{namespace="ns",daemonset="agent",pod="agent-n1",node="n1",reason="autoscaler_drain",key="ToBeDeletedByClusterAutoscaler"} 1"#
+            r#"daemonset_misscheduled_pod_info{namespace="ns",daemonset="agent",pod="agent-n1",node="n1",reason="autoscaler_drain",key="ToBeDeletedByClusterAutoscaler",manager=""} 1"#
         ]
     );
     // Unchanged index: the same classification text, and the self-metrics still follow.

@@ -134,15 +134,15 @@
           'Misscheduled pods',
           { h: 10, w: 24, x: 0, y: 8 },
           [
-            instant('A', 'max by (namespace, daemonset, pod, node, reason, key) (daemonset_misscheduled_pod_info{%s})' % dsSel),
+            instant('A', 'max by (namespace, daemonset, pod, node, reason, key, manager) (daemonset_misscheduled_pod_info{%s})' % dsSel),
             instant('B', 'time() - max by (namespace, daemonset, pod, node, reason) (daemonset_misscheduled_pod_since_timestamp_seconds{%s})' % dsSel),
           ],
           {
             excludeByName: { Time: true, 'Value #A': true },
             renameByName: { 'Value #B': 'Age' },
-            indexByName: { namespace: 0, daemonset: 1, pod: 2, node: 3, reason: 4, key: 5, 'Value #B': 6 },
+            indexByName: { namespace: 0, daemonset: 1, pod: 2, node: 3, reason: 4, key: 5, manager: 6, 'Value #B': 7 },
           },
-          'One row per misscheduled pod with the label or taint key behind it; pod and node link to their kubernetes-mixin dashboards. Run `misschedule-exporter explain` for a suggested fix.',
+          'One row per misscheduled pod with the label or taint key behind it and the field manager that changed it (empty when unknown); pod and node link to their kubernetes-mixin dashboards. Run `misschedule-exporter explain` for a suggested fix.',
           [
             { matcher: { id: 'byName', options: 'Age' }, properties: [{ id: 'unit', value: 's' }] },
             linkTo('pod', c.podDashboardUid, 'Pod ${__value.raw}', '&var-namespace=${__data.fields.namespace}&var-pod=${__value.raw}'),

@@ -27,12 +27,12 @@ pub use self::view::{DaemonSetView, MisscheduledPod, nodes_by_reason};
 use crate::k8s::convert::ConvertError;
 use crate::model::interner::Interner;
 use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp};
-use crate::rules::reason::DrainTaints;
+use crate::rules::reason::Conventions;
 
 /// Tunables of classification.
 #[derive(Clone, Debug, Default)]
 pub struct Config {
-    pub drain_taints: DrainTaints,
+    pub conventions: Conventions,
     /// How many namespaces namespaced resources are watched in (0 means all, one stream).
     pub namespace_scopes: usize,
 }

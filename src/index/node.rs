@@ -1,13 +1,18 @@
-//! Node events: re-evaluate that node for every DaemonSet.
+//! Node events: carry over who changed what, and re-evaluate that node for every DaemonSet.
 
 use super::Index;
 use crate::model::Node;
+use crate::rules::attribution::{carry_over, selects_label};
 use crate::rules::eligibility::should_run;
 
 impl Index {
-    pub(super) fn upsert_node(&mut self, node: Node) {
-        if self.nodes.objects.get(&node.name) == Some(&node) {
-            return;
+    pub(super) fn upsert_node(&mut self, mut node: Node) {
+        if let Some(old) = self.nodes.objects.get(&node.name) {
+            let daemonsets = &self.daemonsets.objects;
+            carry_over(old, &mut node, |key| daemonsets.values().any(|ds| selects_label(&ds.template, key)));
+            if *old == node {
+                return;
+            }
         }
         self.generation += 1;
         let since = self.since();

@@ -97,7 +97,7 @@ impl<'a> DaemonSetView<'a> {
             pods.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
             for (i, pod) in pods.into_iter().enumerate() {
                 let origin = index.revision_of(self.ds, pod).map(|r| &*r.placement);
-                let classification = classify(skip, node, &self.ds.template, pod, origin, &index.config.drain_taints);
+                let classification = classify(skip, node, &self.ds.template, pod, origin, &index.config.conventions);
                 let at = if since.observed {
                     since.at
                 } else {

@@ -10,12 +10,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{self as meta, ObjectMeta, O
 
 use serde::Deserialize as _;
 
+use crate::k8s::managed_fields::{OwnedFields, owned_fields};
 use crate::k8s::slim::{PodPlacement, SlimNode, SlimPod};
 use crate::model::PlacementSpec;
 use crate::model::interner::{Interner, is_own_placement, same_items};
 use crate::model::{
-    DaemonSet, DaemonSetStatus, Deletion, LabelSelector, Node, NodeSelectorTerm, ObjectRef, Placement, Pod,
-    Requirement, Revision, SelectorOperator, Taint, TaintEffect,
+    DaemonSet, DaemonSetStatus, Deletion, FieldOwner, LabelSelector, Node, NodeManagers, NodeSelectorTerm, ObjectRef,
+    Placement, Pod, Requirement, Revision, SelectorOperator, Taint, TaintEffect,
 };
 use crate::rules::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
 use crate::rules::reason::NFD_FEATURE_PREFIX;
@@ -78,7 +79,20 @@ pub fn node(node: &SlimNode, interner: &mut Interner) -> Result<Node, ConvertErr
         })
         .collect();
     let nfd_taint_keys = nfd_taints(meta).map(|taint| interner.str(nfd_taint_key(taint))).collect();
-    Ok(Node { name, labels, taints, nfd_label_keys, nfd_taint_keys })
+    let owners = field_owners(meta)
+        .map(|o| FieldOwner {
+            manager: interner.str(o.manager),
+            time: o.time,
+            labels: o.labels.iter().map(|k| interner.str(k)).collect(),
+            taints: o.taints,
+        })
+        .collect();
+    let managers = NodeManagers { owners, ..NodeManagers::default() };
+    Ok(Node { name, labels, taints, nfd_label_keys, nfd_taint_keys, managers })
+}
+
+fn field_owners(meta: &ObjectMeta) -> impl Iterator<Item = OwnedFields<'_>> {
+    meta.managed_fields.iter().flatten().filter_map(owned_fields)
 }
 
 /// Whether `node(decoded)` would equal `cached`, answered without allocating or
@@ -97,6 +111,12 @@ pub fn node_unchanged(decoded: &SlimNode, cached: &Node) -> bool {
             key.strip_prefix(nfd_label_prefix(name)) == Some(name)
         })
         && nfd_taints(meta).map(nfd_taint_key).eq(cached.nfd_taint_keys.iter().map(|k| &**k))
+        && same_items(field_owners(meta), cached.managers.owners.iter(), |decoded, cached| {
+            decoded.manager == &*cached.manager
+                && decoded.time == cached.time
+                && decoded.taints == cached.taints
+                && decoded.labels.iter().copied().eq(cached.labels.iter().map(|k| &**k))
+        })
 }
 
 /// A taint as the model reads it: (key, value, effect, timeAdded).

@@ -2,4 +2,5 @@
 //! conversion to the model. Pure: the I/O that fetches them is in `source`.
 
 pub mod convert;
+pub mod managed_fields;
 pub mod slim;

@@ -1,6 +1,7 @@
 //! The shapes the exporter watches: Pods and Nodes with only the fields
 //! classification reads. serde skips everything else while parsing (containers,
-//! all of a pod's status but its phase, managedFields, node images…), which is most
+//! all of a pod's status but its phase, a pod's managedFields and most of a node's,
+//! node images…), which is most
 //! of each object's JSON, so lists decode several times faster and nothing large is
 //! ever allocated.
 //!
@@ -13,17 +14,19 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{Affinity, Node, Pod, PodSpec, Taint};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use serde::de::{self, Visitor};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, OwnerReference, Time};
+use serde::de::{self, IgnoredAny, Visitor};
 use serde::{Deserialize, Deserializer};
 
+use crate::k8s::managed_fields::label_and_taint_owners;
 use crate::model::{PlacementSpec, TaintEffect, TolerationOperator, TolerationParts};
 use crate::rules::eligibility::{DEFAULT_TOLERATIONS, NODE_NAME_FIELD};
 
 /// The metadata fields the exporter (and the watcher, for resourceVersion) uses.
+/// `managedFields` only for nodes (`M`): a pod's are skipped.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SlimMeta {
+#[serde(rename_all = "camelCase", bound = "M: ManagedFields")]
+struct SlimMeta<M> {
     name: Option<String>,
     namespace: Option<String>,
     uid: Option<String>,
@@ -34,10 +37,42 @@ struct SlimMeta {
     creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
     deletion_grace_period_seconds: Option<i64>,
+    #[serde(default)]
+    managed_fields: M,
+}
+
+/// How `managedFields` are read: skipped, or pruned to label and taint owners.
+trait ManagedFields: Default + de::DeserializeOwned {
+    fn into_entries(self) -> Option<Vec<ManagedFieldsEntry>>;
+}
+
+impl ManagedFields for IgnoredAny {
+    fn into_entries(self) -> Option<Vec<ManagedFieldsEntry>> {
+        None
+    }
+}
+
+/// A node's label and taint owners (`managed_fields`).
+#[derive(Default, Deserialize)]
+#[serde(transparent)]
+struct LabelAndTaintOwners(#[serde(deserialize_with = "label_and_taint_owners")] Option<Vec<ManagedFieldsEntry>>);
+
+impl ManagedFields for LabelAndTaintOwners {
+    fn into_entries(self) -> Option<Vec<ManagedFieldsEntry>> {
+        self.0
+    }
 }
 
 fn slim_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
-    let m = SlimMeta::deserialize(deserializer)?;
+    slim_meta_with::<D, IgnoredAny>(deserializer)
+}
+
+fn slim_node_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+    slim_meta_with::<D, LabelAndTaintOwners>(deserializer)
+}
+
+fn slim_meta_with<'de, D: Deserializer<'de>, M: ManagedFields>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+    let m = SlimMeta::<M>::deserialize(deserializer)?;
     Ok(ObjectMeta {
         name: m.name,
         namespace: m.namespace,
@@ -49,6 +84,7 @@ fn slim_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D
         creation_timestamp: m.creation_timestamp,
         deletion_timestamp: m.deletion_timestamp,
         deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+        managed_fields: m.managed_fields.into_entries(),
         ..ObjectMeta::default()
     })
 }
@@ -240,11 +276,11 @@ fn taint_effect<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Tai
     parsed_str(deserializer, TaintEffect::parse_optional)
 }
 
-/// A node: metadata plus its taints.
+/// A node: metadata (with who owns its labels and taints) plus its taints.
 #[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
 #[resource(inherit = Node)]
 pub struct SlimNode {
-    #[serde(deserialize_with = "slim_meta", default)]
+    #[serde(deserialize_with = "slim_node_meta", default)]
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: Option<NodeTaintsSpec>,

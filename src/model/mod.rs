@@ -171,6 +171,32 @@ pub struct Node {
     pub nfd_label_keys: Vec<Str>,
     /// Taint keys NFD says it owns (`nfd.node.kubernetes.io/taints`).
     pub nfd_taint_keys: Vec<Str>,
+    /// Who wrote its labels and taints.
+    pub managers: NodeManagers,
+}
+
+/// Who wrote a node's labels and taints: its `managedFields` owners, and what the index
+/// saw happen while it watched (`rules::attribution` keeps and reads it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeManagers {
+    /// The managedFields entries that own labels or the taint list.
+    pub owners: Vec<FieldOwner>,
+    /// Who added each taint, for taints seen appearing or present when the list changed
+    /// hands. A taint without an entry was there from the start: the list owner wrote it.
+    pub taint_added_by: Vec<(Str, Str)>,
+    /// Who removed labels some DaemonSet selects on, while they stay absent.
+    pub label_removed_by: Vec<(Str, Str)>,
+}
+
+/// One managedFields entry, reduced to what it owns of labels and taints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldOwner {
+    pub manager: Str,
+    /// When it last wrote (unix seconds): a new time marks the writer of an update.
+    pub time: Timestamp,
+    pub labels: Box<[Str]>,
+    /// `spec.taints` is an atomic list: its one owner is whoever wrote it last.
+    pub taints: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

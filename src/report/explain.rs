@@ -17,6 +17,8 @@ pub struct PodRow {
     pub node: String,
     pub reason: &'static str,
     pub key: String,
+    /// The field manager that set, removed or added `key` (empty when unknown).
+    pub manager: String,
     /// RFC 3339.
     pub since: String,
     pub age_seconds: i64,
@@ -62,6 +64,7 @@ pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, no
                 reason: reason.as_str(),
                 fix: fix_for(p.pod, reason, &key, p.node),
                 key,
+                manager: p.classification.manager.as_deref().unwrap_or_default().to_owned(),
                 since: rfc3339(p.since),
                 age_seconds: (now - p.since).max(0),
             });
@@ -134,7 +137,7 @@ pub fn render_table(explanation: &Explanation) -> String {
     if explanation.misscheduled.is_empty() {
         out.push_str("No misscheduled daemon pods.\n");
     } else {
-        let rows: Vec<[String; 8]> = explanation
+        let rows: Vec<[String; 9]> = explanation
             .misscheduled
             .iter()
             .map(|r| {
@@ -145,12 +148,17 @@ pub fn render_table(explanation: &Explanation) -> String {
                     r.node.clone(),
                     r.reason.to_owned(),
                     r.key.clone(),
+                    r.manager.clone(),
                     human_age(r.age_seconds),
                     r.fix.clone(),
                 ]
             })
             .collect();
-        table(&mut out, ["NAMESPACE", "DAEMONSET", "POD", "NODE", "REASON", "KEY", "AGE", "SUGGESTED FIX"], &rows);
+        table(
+            &mut out,
+            ["NAMESPACE", "DAEMONSET", "POD", "NODE", "REASON", "KEY", "MANAGER", "AGE", "SUGGESTED FIX"],
+            &rows,
+        );
     }
     if !explanation.ineligible.is_empty() {
         out.push_str("\nNodes each DaemonSet skips (why desired < node count):\n");

@@ -134,8 +134,11 @@ impl Collector for ClusterCollector {
         gauges(
             &mut encoder,
             "daemonset_misscheduled_pod_info",
-            "A daemon pod on a node its DaemonSet should not run on, with the reason and the label or taint key behind it",
-            pods().map(|(ds, p)| ((pod_labels(ds, p), [("key", &*p.classification.key)]), 1)),
+            "A daemon pod on a node its DaemonSet should not run on, with the reason, the label or taint key behind it, and the field manager that changed it (empty when unknown)",
+            pods().map(|(ds, p)| {
+                let c = &p.classification;
+                ((pod_labels(ds, p), [("key", &*c.key), ("manager", c.manager.as_deref().unwrap_or_default())]), 1)
+            }),
         )?;
         gauges(
             &mut encoder,

@@ -64,19 +64,20 @@ fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'
         writeln!(out, "<p>{} misscheduled daemon pod{}.</p>", pods.len(), plural(pods.len()))?;
         out.push_str(
             "<table id=\"misscheduled\"><thead><tr><th>Namespace</th><th>DaemonSet</th><th>Pod</th>\
-             <th>Node</th><th>Reason</th><th>Key</th><th>Since</th><th>Suggested fix</th></tr></thead><tbody>\n",
+             <th>Node</th><th>Reason</th><th>Key</th><th>Changed by</th><th>Since</th><th>Suggested fix</th></tr></thead><tbody>\n",
         );
         for row in pods {
             writeln!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>\
-                 <td title=\"{}\">{} ago</td><td class=\"fix\">{}</td></tr>",
+                 <td>{}</td><td title=\"{}\">{} ago</td><td class=\"fix\">{}</td></tr>",
                 Escaped(&row.namespace),
                 Escaped(&row.daemonset),
                 Escaped(&row.pod),
                 Escaped(&row.node),
                 Escaped(row.reason),
                 Escaped(&row.key),
+                Escaped(&row.manager),
                 Escaped(&row.since),
                 human_age(row.age_seconds),
                 Escaped(&row.fix),
@@ -147,6 +148,7 @@ mod tests {
             node: "n1".into(),
             reason: "label_drift",
             key: key.into(),
+            manager: "kubectl-label".into(),
             since: "2026-11-22T10:00:00Z".into(),
             age_seconds: 300,
             fix: "restore it".into(),
@@ -184,7 +186,15 @@ mod tests {
             }],
         };
         let page = render_page(&explanation, &READY);
-        for text in ["1 misscheduled daemon pod.", "agent-x", "label_drift", "5m ago", "restore it", "<td>7</td>"] {
+        for text in [
+            "1 misscheduled daemon pod.",
+            "agent-x",
+            "label_drift",
+            "kubectl-label",
+            "5m ago",
+            "restore it",
+            "<td>7</td>",
+        ] {
             assert!(page.contains(text), "missing {text:?}");
         }
         for link in ["href=\"/metrics\"", "href=\"/explain\""] {

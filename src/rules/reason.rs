@@ -7,6 +7,7 @@
 use std::fmt;
 
 use crate::model::{Node, Placement, Pod, Str, Taint, Timestamp};
+use crate::rules::attribution::{NfdManagers, label_manager, taint_manager};
 use crate::rules::eligibility::{Skip, affinity_mismatch, tolerated, untolerated_taints};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -113,12 +114,21 @@ pub fn has_nfd_prefix(key: &str) -> bool {
         || key.split_once('/').is_some_and(|(prefix, _)| prefix.ends_with(NFD_SUBDOMAIN_SUFFIX))
 }
 
-fn is_nfd_label(key: &str, node: &Node) -> bool {
-    has_nfd_prefix(key) || node.nfd_label_keys.iter().any(|k| **k == *key)
+/// NFD's by its name, its annotation, or its field manager (who set or removed it).
+fn is_nfd_label(key: &str, node: &Node, manager: Option<&Str>, nfd: &NfdManagers) -> bool {
+    has_nfd_prefix(key) || node.nfd_label_keys.iter().any(|k| **k == *key) || manager.is_some_and(|m| nfd.contains(m))
 }
 
-fn is_nfd_taint(key: &str, node: &Node) -> bool {
-    has_nfd_prefix(key) || node.nfd_taint_keys.iter().any(|k| **k == *key)
+fn is_nfd_taint(key: &str, node: &Node, manager: Option<&Str>, nfd: &NfdManagers) -> bool {
+    has_nfd_prefix(key) || node.nfd_taint_keys.iter().any(|k| **k == *key) || manager.is_some_and(|m| nfd.contains(m))
+}
+
+/// Site conventions the reasons depend on: which taints mean a drain, and which field
+/// managers are node-feature-discovery.
+#[derive(Clone, Debug, Default)]
+pub struct Conventions {
+    pub drain_taints: DrainTaints,
+    pub nfd_managers: NfdManagers,
 }
 
 /// The verdict for one misscheduled pod.
@@ -129,6 +139,9 @@ pub struct Classification {
     /// The best evidence of when the pod became misscheduled, from the objects
     /// alone (taint value or `timeAdded`, or the pod's delete request).
     pub evidence_since: Option<Timestamp>,
+    /// The field manager that set, removed or added `key` on the node, when known.
+    /// None for a DaemonSet change or a nodeName mismatch: the node did not change.
+    pub manager: Option<Str>,
 }
 
 /// Classify a pod on a node where the DaemonSet's current `template` gives `skip`.
@@ -142,15 +155,16 @@ pub fn classify(
     template: &Placement,
     pod: &Pod,
     origin: Option<&Placement>,
-    drain: &DrainTaints,
+    conventions: &Conventions,
 ) -> Classification {
     let deletion_evidence = pod.deletion.map(|d| d.requested_at());
+    let nfd = &conventions.nfd_managers;
     let (reason, key, evidence) = match skip {
         Skip::NodeName => (Reason::NodeNameMismatch, skip.shared_key(), deletion_evidence),
         Skip::NodeSelector { key } | Skip::NodeAffinity { key } => {
             let reason = if created_from_accepts(node, template, pod, origin) {
                 Reason::DaemonSetChanged
-            } else if is_nfd_label(key, node) {
+            } else if is_nfd_label(key, node, label_manager(node, key), nfd) {
                 Reason::NfdChange
             } else {
                 Reason::LabelDrift
@@ -159,7 +173,7 @@ pub fn classify(
         }
         Skip::Taint { .. } => {
             let (reason, taint) = untolerated_taints(node, &template.tolerations, template.host_network)
-                .map(|taint| (taint_reason(taint, node, pod, drain), taint))
+                .map(|taint| (taint_reason(taint, node, pod, conventions), taint))
                 .min_by_key(|(reason, _)| *reason)
                 // `skip` says some taint blocks; fall back to its key if the node changed under us.
                 .map_or((Reason::TaintAdded, None), |(r, t)| (r, Some(t)));
@@ -177,7 +191,12 @@ pub fn classify(
         (Some(e), Some(created)) => Some(e.max(created)),
         (e, _) => e,
     };
-    Classification { reason, key, evidence_since }
+    let manager = match (reason, skip) {
+        (Reason::DaemonSetChanged | Reason::NodeNameMismatch, _) => None,
+        (_, Skip::Taint { .. }) => taint_manager(node, &key).cloned(),
+        _ => label_manager(node, &key).cloned(),
+    };
+    Classification { reason, key, evidence_since, manager }
 }
 
 /// Would the template this pod was created from still accept the node?
@@ -188,13 +207,13 @@ fn created_from_accepts(node: &Node, template: &Placement, pod: &Pod, origin: Op
 }
 
 /// Precedence among blocking taints: the `Reason` order (drain first).
-fn taint_reason(taint: &Taint, node: &Node, pod: &Pod, drain: &DrainTaints) -> Reason {
+fn taint_reason(taint: &Taint, node: &Node, pod: &Pod, conventions: &Conventions) -> Reason {
     let own = &pod.own_placement;
-    if drain.matches(&taint.key) {
+    if conventions.drain_taints.matches(&taint.key) {
         Reason::AutoscalerDrain
     } else if tolerated(taint, &own.tolerations, own.host_network) {
         Reason::DaemonSetChanged
-    } else if is_nfd_taint(&taint.key, node) {
+    } else if is_nfd_taint(&taint.key, node, taint_manager(node, &taint.key), &conventions.nfd_managers) {
         Reason::NfdChange
     } else {
         Reason::TaintAdded
