@@ -204,6 +204,8 @@ async fn scenarios_match_the_real_daemonset_controller() {
     admin.finish_terminating().await;
     expect(&admin, &exporter, "NFD label restored", BTreeSet::new()).await;
 
+    attribution(&admin, &exporter, cp.get("ADMIN_KUBECONFIG")).await;
+
     // The DaemonSet's nodeSelector changes under its pods.
     admin
         .patch_daemonset("ssd-agent", json!({"spec": {"template": {"spec": {"nodeSelector": {"disk": "nvme"}}}}}))
@@ -288,4 +290,143 @@ fn explain_live(kubeconfig: &str) {
 
 fn rows_on_all(ds: &str, reason: &str, key: &str) -> BTreeSet<Row> {
     NODES.iter().map(|n| row(ds, n, reason, key)).collect()
+}
+
+/// `kubectl` (the one on the machine) as the admin, with these arguments.
+fn kubectl(kubeconfig: &str, args: &[&str]) {
+    let out = Command::new("kubectl").arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("kubectl");
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// (daemonset, node, reason, key, manager) of every daemonset_misscheduled_pod_info series.
+fn reported_managers(metrics: &str) -> BTreeSet<(String, String, String, String, String)> {
+    samples(metrics, "daemonset_misscheduled_pod_info")
+        .into_iter()
+        .map(|(l, _)| {
+            (l["daemonset"].clone(), l["node"].clone(), l["reason"].clone(), l["key"].clone(), l["manager"].clone())
+        })
+        .collect()
+}
+
+/// Wait until /metrics names exactly these managers, then check /explain agrees.
+async fn expect_managers(exporter: &Exporter, step: &str, expected: &[(&str, &str, &str, &str, &str)]) {
+    let expected: BTreeSet<_> = expected
+        .iter()
+        .map(|(d, n, r, k, m)| (d.to_string(), n.to_string(), r.to_string(), k.to_string(), m.to_string()))
+        .collect();
+    let started = Instant::now();
+    let mut got = BTreeSet::new();
+    while started.elapsed() < STEP_TIMEOUT {
+        got = reported_managers(&exporter.metrics());
+        if got == expected {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(got, expected, "step {step}: managers on /metrics");
+    let (_, body) = exporter.get(&format!("/explain?namespace={NS}")).unwrap();
+    let explanation: Value = serde_json::from_str(&body).unwrap();
+    let explained: BTreeSet<_> = explanation["misscheduled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let f = |name: &str| r[name].as_str().unwrap().to_owned();
+            (f("daemonset"), f("node"), f("reason"), f("key"), f("manager"))
+        })
+        .collect();
+    assert_eq!(explained, expected, "step {step}: managers on /explain");
+    println!("step {step:<40} ok: managers {:?}", expected.iter().map(|r| &r.4).collect::<BTreeSet<_>>());
+}
+
+/// Who made the change, as real kubectl writes record it in managedFields.
+async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
+    // A label changed by a named manager is its own.
+    kubectl(kubeconfig, &["label", "node", "n2", "disk=hdd", "--overwrite", "--field-manager=provisioner"]);
+    expect(admin, exporter, "label changed by provisioner", [row("ssd-agent", "n2", "label_drift", "disk")].into())
+        .await;
+    expect_managers(
+        exporter,
+        "label changed by provisioner",
+        &[("ssd-agent", "n2", "label_drift", "disk", "provisioner")],
+    )
+    .await;
+    kubectl(kubeconfig, &["label", "node", "n2", "disk=ssd", "--overwrite", "--field-manager=provisioner"]);
+    admin.finish_terminating().await;
+    expect(admin, exporter, "label restored by provisioner", BTreeSet::new()).await;
+
+    // A pure removal: the API server stamps a manager's entry only when it sets or changes a
+    // field, so the remover leaves no trace and the label's last owner is the answer.
+    kubectl(kubeconfig, &["label", "node", "n2", "disk-", "--field-manager=ops-relabel"]);
+    expect(admin, exporter, "label removed by a pure removal", [row("ssd-agent", "n2", "label_drift", "disk")].into())
+        .await;
+    expect_managers(
+        exporter,
+        "label removed by a pure removal",
+        &[("ssd-agent", "n2", "label_drift", "disk", "provisioner")],
+    )
+    .await;
+    kubectl(kubeconfig, &["label", "node", "n2", "disk=ssd"]);
+    admin.finish_terminating().await;
+    expect(admin, exporter, "label restored by kubectl", BTreeSet::new()).await;
+
+    // Removed in an update that also sets a label: that manager's entry is stamped.
+    kubectl(kubeconfig, &["label", "node", "n2", "disk-", "rack=r1", "--field-manager=ops-relabel"]);
+    expect(admin, exporter, "label replaced by ops-relabel", [row("ssd-agent", "n2", "label_drift", "disk")].into())
+        .await;
+    expect_managers(
+        exporter,
+        "label replaced by ops-relabel",
+        &[("ssd-agent", "n2", "label_drift", "disk", "ops-relabel")],
+    )
+    .await;
+    let out = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
+        .args(["explain", "--kubeconfig", kubeconfig, "-n", NS, "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "explain failed: {}", String::from_utf8_lossy(&out.stderr));
+    let explanation: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // A fresh process did not see the removal: it cannot say who did it.
+    assert_eq!(explanation["misscheduled"][0]["manager"], "", "explain started after the removal");
+    kubectl(kubeconfig, &["label", "node", "n2", "disk=ssd", "rack-"]);
+    admin.finish_terminating().await;
+    expect(admin, exporter, "label restored", BTreeSet::new()).await;
+
+    // A label node-feature-discovery owns is an NFD change, whatever its name.
+    kubectl(kubeconfig, &["label", "node", "n3", "disk=nvme", "--overwrite", "--field-manager=nfd-master"]);
+    expect(admin, exporter, "label changed by nfd-master", [row("ssd-agent", "n3", "nfd_change", "disk")].into()).await;
+    expect_managers(
+        exporter,
+        "label changed by nfd-master",
+        &[("ssd-agent", "n3", "nfd_change", "disk", "nfd-master")],
+    )
+    .await;
+    kubectl(kubeconfig, &["label", "node", "n3", "disk=ssd", "--overwrite"]);
+    admin.finish_terminating().await;
+    expect(admin, exporter, "NFD's label overwritten back", BTreeSet::new()).await;
+
+    // kubectl taint, then a second manager rewrites the (atomic) taint list.
+    kubectl(kubeconfig, &["taint", "node", "n2", "dedicated=db:NoSchedule"]);
+    let tainted = [
+        ("datadog-agent", "n2", "taint_added", "dedicated", "kubectl-taint"),
+        ("avx-agent", "n2", "taint_added", "dedicated", "kubectl-taint"),
+        ("zone-agent", "n2", "taint_added", "dedicated", "kubectl-taint"),
+    ];
+    expect_managers(exporter, "kubectl taint", &tainted).await;
+    // A second manager adds a taint every daemon pod tolerates: the list is now its, but
+    // `dedicated` is still kubectl's.
+    kubectl(
+        kubeconfig,
+        &["taint", "node", "n2", "node.kubernetes.io/unschedulable:NoSchedule", "--field-manager=second-tainter"],
+    );
+    expect_managers(exporter, "taint list rewritten by a second manager", &tainted).await;
+    // kubectl puts a new taint first, so `batch` becomes the first blocking key.
+    kubectl(kubeconfig, &["taint", "node", "n2", "batch=x:NoSchedule", "--field-manager=second-tainter"]);
+    let batch: Vec<_> = ["datadog-agent", "avx-agent", "zone-agent", "ssd-agent"]
+        .map(|ds| (ds, "n2", "taint_added", "batch", "second-tainter"))
+        .to_vec();
+    expect_managers(exporter, "a second manager's blocking taint", &batch).await;
+    kubectl(kubeconfig, &["taint", "node", "n2", "dedicated-", "batch-", "node.kubernetes.io/unschedulable-"]);
+    admin.finish_terminating().await;
+    expect(admin, exporter, "taints removed", BTreeSet::new()).await;
 }

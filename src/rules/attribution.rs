@@ -64,8 +64,8 @@ pub fn label_manager<'a>(node: &'a Node, key: &str) -> Option<&'a Str> {
 }
 
 /// The manager that wrote this update: an owner entry that is new or has a new time.
-/// `None` when the writer left no entry (a remover that owns nothing else on the node:
-/// the API server drops empty entries) or wrote within the same second.
+/// The API server stamps an entry only when its manager set or changed a field, so a
+/// pure removal has no writer here (`None`), nor has a write in the same second.
 fn writer<'a>(old: &[FieldOwner], new: &'a [FieldOwner]) -> Option<&'a Str> {
     new.iter()
         .filter(|n| !old.iter().any(|o| o.manager == n.manager && o.time == n.time))
