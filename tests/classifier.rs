@@ -445,8 +445,11 @@ fn synthetic_cluster_misschedules_exactly_the_draining_nodes_pods() {
         (0..shape.daemonsets).flat_map(|j| [shape.revision(j, 1), shape.revision(j, 2)]).collect(),
         shape.pod_slots().map(|(j, i)| shape.pod(j, i, 0)).collect(),
     );
-    let misscheduled: usize = index.daemonsets().iter().map(|d| d.misscheduled_pods().len()).sum();
-    assert!(misscheduled > 0);
-    assert_eq!(misscheduled, shape.expected_misscheduled_pods());
+    let views = index.daemonsets();
+    let pods: Vec<_> = views.iter().flat_map(|d| d.misscheduled_pods()).collect();
+    assert!(!pods.is_empty());
+    assert_eq!(pods.len(), shape.expected_misscheduled_pods());
+    // Its managedFields name who tainted the nodes.
+    assert!(pods.iter().all(|p| p.classification.manager.as_deref() == Some("cluster-autoscaler")), "{:?}", pods[0]);
     assert_eq!(index.daemonsets().len(), shape.daemonsets);
 }

@@ -71,9 +71,11 @@ impl Shape {
         if self.draining(i) {
             taints.push(json!({"key": DRAIN_TAINT, "value": "1767225600", "effect": "NoSchedule"}));
         }
+        let managed_fields = managed_fields(&labels, !taints.is_empty(), self.draining(i), is_gpu(i));
         serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "uid": format!("node-uid-{i}"), "resourceVersion": "1", "labels": labels,
+                         "managedFields": managed_fields,
                          "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
             "spec": {"providerID": format!("aws:///eu-west-1a/i-{i:017x}"), "taints": taints},
             "status": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
@@ -236,4 +238,42 @@ fn namespace(j: usize) -> &'static str {
 
 fn hash(j: usize, generation: usize) -> String {
     format!("{:x}", 0x5d8f_0000_u64 + (j as u64) * 31 + generation as u64)
+}
+
+/// managedFields as a 1.33 cluster writes them for such a node: kubelet owns its own labels
+/// and (as a status subresource entry, most of the bytes) the status; NFD its feature labels;
+/// the controller-manager an annotation; the taint list its last writer.
+fn managed_fields(labels: &serde_json::Map<String, Value>, tainted: bool, draining: bool, gpu: bool) -> Value {
+    let owned = |keep: &dyn Fn(&str) -> bool| -> serde_json::Map<String, Value> {
+        labels.keys().filter(|k| keep(k)).map(|k| (format!("f:{k}"), json!({}))).collect()
+    };
+    let mut kubelet_labels = owned(&|k| k.starts_with("kubernetes.io/") || k.starts_with("node.kubernetes.io/"));
+    kubelet_labels.insert(".".into(), json!({}));
+    let condition = |t: &str| {
+        (format!("k:{{\"type\":\"{t}\"}}"), json!({".": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}))
+    };
+    let conditions: serde_json::Map<String, Value> =
+        ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"].map(condition).into_iter().collect();
+    let at = "2026-01-01T00:00:00Z";
+    let mut entries = vec![
+        json!({"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": at, "fieldsType": "FieldsV1",
+               "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, "f:volumes.kubernetes.io/controller-managed-attach-detach": {}},
+                                           "f:labels": kubelet_labels},
+                            "f:spec": {"f:providerID": {}}}}),
+        json!({"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": at, "fieldsType": "FieldsV1",
+               "fieldsV1": {"f:metadata": {"f:annotations": {"f:node.alpha.kubernetes.io/ttl": {}}}}}),
+        json!({"manager": "nfd-master", "operation": "Update", "apiVersion": "v1", "time": at, "fieldsType": "FieldsV1",
+               "fieldsV1": {"f:metadata": {"f:labels": owned(&|k| k.starts_with("feature.node.kubernetes.io/"))}}}),
+        json!({"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": at, "subresource": "status", "fieldsType": "FieldsV1",
+               "fieldsV1": {"f:status": {"f:allocatable": {"f:cpu": {}, "f:ephemeral-storage": {}, "f:memory": {}, "f:pods": {}},
+                                         "f:capacity": {"f:cpu": {}, "f:ephemeral-storage": {}, "f:memory": {}, "f:pods": {}},
+                                         "f:conditions": conditions, "f:daemonEndpoints": {"f:kubeletEndpoint": {"f:Port": {}}},
+                                         "f:images": {}, "f:nodeInfo": {"f:bootID": {}, "f:kernelVersion": {}, "f:osImage": {}}}}}),
+    ];
+    if tainted {
+        let manager = if draining { "cluster-autoscaler" } else if gpu { "gpu-operator" } else { "kubectl-taint" };
+        entries.push(json!({"manager": manager, "operation": "Update", "apiVersion": "v1", "time": at, "fieldsType": "FieldsV1",
+                            "fieldsV1": {"f:spec": {"f:taints": {}}}}));
+    }
+    Value::Array(entries)
 }
