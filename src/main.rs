@@ -14,6 +14,7 @@ use misschedule_exporter::http::server;
 use misschedule_exporter::http::tls::ReloadingCert;
 use misschedule_exporter::http::token_review::TokenReviewer;
 use misschedule_exporter::index::{self, Index};
+use misschedule_exporter::publish;
 use misschedule_exporter::report::explain::{self, render_table};
 use misschedule_exporter::report::metrics;
 use misschedule_exporter::rules::attribution::{DEFAULT_NFD_MANAGERS, NfdManagers};
@@ -42,6 +43,12 @@ struct Cli {
 
     #[command(flatten)]
     web: Web,
+
+    /// Write a Warning Event (reason Misscheduled) on the DaemonSet when one of its pods
+    /// becomes misscheduled or its reason changes, so `kubectl describe daemonset` says
+    /// why. Needs create and patch on events.k8s.io events. Live mode only.
+    #[arg(long, env = "MISSCHEDULE_EVENTS", conflicts_with = "snapshot")]
+    events: bool,
 
     /// Log format on stderr (the level comes from RUST_LOG, default info).
     #[arg(long, env = "MISSCHEDULE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
@@ -219,8 +226,12 @@ async fn run(cli: Cli) -> Outcome {
     let live = source.snapshot.is_empty();
     let mut watches = None;
     let mut token_review = None;
+    let mut events_client = None;
     let shared = if live {
         let client = connect(source).await?;
+        if cli.events {
+            events_client = Some(client.clone());
+        }
         if cli.web.auth_kubernetes {
             token_review = Some(Arc::new(TokenReviewer::new(client.clone())));
         }
@@ -275,16 +286,19 @@ async fn run(cli: Cli) -> Outcome {
                 scheme = if tls.is_some() { "https" } else { "http" },
                 auth = credentials.is_some(),
                 auth_kubernetes = token_review.is_some(),
-                "serving /metrics, /healthz, /readyz"
+                events = events_client.is_some(),
+                "serving /, /explain, /metrics, /healthz, /readyz"
             );
             let reloader = (tls.is_some() || credentials.is_some()).then(|| {
                 let every = Duration::from_secs(web.credentials_reload_seconds);
                 tokio::spawn(server::reload_credentials(tls, credentials.clone(), shared.clone(), every))
             });
+            let events = events_client.map(|client| tokio::spawn(publish::events::run(client, shared.clone())));
             let exposition = Arc::new(metrics::Exposition::new(shared.clone()));
             let router = server::router(shared, exposition, server::ScrapeAuth { credentials, token_review });
             server::serve(listener, router, acceptor, shutdown_signal()).await.or_exit(Failure::Runtime)?;
             reloader.inspect(|task| task.abort());
+            events.inspect(|task| task.abort());
             drop(watches);
             tracing::info!("shut down");
             Ok(())

@@ -104,6 +104,35 @@ pub struct ReloadLabels {
     pub result: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KubeEventLabels {
+    pub result: &'static str,
+}
+
+/// What became of an Event the exporter meant to write (`--events`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KubeEventResult {
+    Sent,
+    /// Over the rate limit; tried again in a later round.
+    RateLimited,
+    /// RBAC denies writing Events; not retried.
+    Forbidden,
+    Failed,
+}
+
+impl KubeEventResult {
+    pub const ALL: [Self; 4] = [Self::Sent, Self::RateLimited, Self::Forbidden, Self::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sent => "sent",
+            Self::RateLimited => "rate_limited",
+            Self::Forbidden => "forbidden",
+            Self::Failed => "failed",
+        }
+    }
+}
+
 /// Per-resource watch health and counters, written by the watch tasks, and credential
 /// reloads, written by the HTTP edge.
 #[derive(Debug)]
@@ -116,6 +145,7 @@ pub struct Telemetry {
     pub reloads: Family<ReloadLabels, Counter>,
     /// 1 while the files on disk are unusable and the previous credentials serve.
     pub reload_failing: Family<FileLabels, Gauge>,
+    pub kube_events: Family<KubeEventLabels, Counter>,
     /// When each resource's watch last failed (unix milliseconds; 0 = never).
     last_error_ms: [AtomicI64; 4],
     last_event: [AtomicI64; 4],
@@ -136,6 +166,7 @@ impl Default for Telemetry {
             apply_duration: Histogram::new(exponential_buckets(1e-6, 4.0, 11)),
             reloads: Family::default(),
             reload_failing: Family::default(),
+            kube_events: Family::default(),
             last_error_ms: std::array::from_fn(|_| AtomicI64::new(0)),
             last_event: std::array::from_fn(|_| AtomicI64::new(0)),
         };
@@ -155,6 +186,9 @@ impl Default for Telemetry {
             for result in ["success", "failure"] {
                 telemetry.reloads.get_or_create_owned(&ReloadLabels { file: file.as_str(), result });
             }
+        }
+        for result in KubeEventResult::ALL {
+            telemetry.kube_events.get_or_create_owned(&KubeEventLabels { result: result.as_str() });
         }
         telemetry
     }
@@ -183,6 +217,10 @@ impl Telemetry {
         let result = if success { "success" } else { "failure" };
         self.reloads.get_or_create(&ReloadLabels { file: file.as_str(), result }).inc();
         self.reload_failing.get_or_create(&FileLabels { file: file.as_str() }).set(i64::from(!success));
+    }
+
+    pub fn record_kube_event(&self, result: KubeEventResult) {
+        self.kube_events.get_or_create(&KubeEventLabels { result: result.as_str() }).inc();
     }
 
     /// No watch error within `UNHEALTHY_AFTER_ERROR`.
@@ -228,6 +266,11 @@ impl Telemetry {
             "misschedule_exporter_credential_reload_failing",
             "1 while the TLS or auth files on disk are unusable and the previous credentials stay in use",
             self.reload_failing.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_kube_events",
+            "Kubernetes Events about misscheduled pods (--events), by result: sent, rate_limited (retried later), forbidden (RBAC; not retried), failed",
+            self.kube_events.clone(),
         );
     }
 

@@ -205,9 +205,15 @@ fn hardened_defaults() {
 #[test]
 #[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn exporter_flags_come_from_values() {
-    let files = render(json!({"exporter": {"namespaces": ["a", "b"], "drainTaintKeys": ["example.com/drain", "x/*"]}}));
+    let files = render(json!({"exporter": {"namespaces": ["a", "b"], "drainTaintKeys": ["example.com/drain", "x/*"],
+                                            "nfdManagers": ["nfd-master", "my-nfd"]}}));
     let args = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0]["args"];
-    for expected in ["--namespace=a", "--namespace=b", "--drain-taint-keys=example.com/drain,x/*"] {
+    for expected in [
+        "--namespace=a",
+        "--namespace=b",
+        "--drain-taint-keys=example.com/drain,x/*",
+        "--nfd-managers=nfd-master,my-nfd",
+    ] {
         assert!(args.as_array().unwrap().iter().any(|a| a == expected), "{expected} not in {args}");
     }
 }
@@ -427,10 +433,32 @@ fn kubernetes_auth_grants_the_reviews_and_sends_prometheus_token() {
     assert!(files["servicemonitor.yaml"].1["spec"]["endpoints"][0].get("bearerTokenFile").is_none());
 }
 
+#[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
+fn events_grant_writing_events_only_when_enabled() {
+    let files = render(json!({"events": {"enabled": true}}));
+    let rules = files["clusterrole.yaml"].1["rules"].as_array().unwrap().clone();
+    assert_eq!(
+        rules[2..],
+        [json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]})]
+    );
+    let container = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0];
+    assert!(container["args"].as_array().unwrap().iter().any(|a| a == "--events"));
+    // The Events name the replica that wrote them.
+    let env = container["env"].as_array().unwrap();
+    assert!(env.iter().any(|e| e["name"] == "POD_NAME" && e["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"));
+
+    let files = render(json!({}));
+    assert_eq!(files["clusterrole.yaml"].1["rules"].as_array().unwrap().len(), 2, "read-only by default");
+    let args = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(!args.as_array().unwrap().iter().any(|a| a == "--events"));
+}
+
 /// Values that turn on every optional object and knob.
 fn kitchen_sink() -> Value {
     let mut values = everything_on();
     values["replicaCount"] = json!(2);
+    values["events"] = json!({"enabled": true});
     values["commonLabels"] = json!({"team": "platform"});
     values["podDisruptionBudget"] = json!({"enabled": true});
     values["networkPolicy"] = json!({

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -83,7 +83,8 @@ async fn scenarios_match_the_real_daemonset_controller() {
     let cp = ControlPlane::start("scenarios");
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
     create_scene(&admin).await;
-    let exporter = Exporter::start(cp.get("EXPORTER_KUBECONFIG"));
+    // With Events on: the chart's role (events.enabled) allows writing them.
+    let exporter = Exporter::spawn(&["--kubeconfig", cp.get("EXPORTER_KUBECONFIG"), "--events"], Stdio::inherit());
     let record_dir = std::env::var_os("RECORD_SNAPSHOTS").map(PathBuf::from);
     let admin_kubeconfig = cp.get("ADMIN_KUBECONFIG").to_owned();
     let record = |name: &'static str| {
@@ -205,6 +206,7 @@ async fn scenarios_match_the_real_daemonset_controller() {
     expect(&admin, &exporter, "NFD label restored", BTreeSet::new()).await;
 
     attribution(&admin, &exporter, cp.get("ADMIN_KUBECONFIG")).await;
+    no_event_without_a_transition(&admin, &exporter).await;
 
     // The DaemonSet's nodeSelector changes under its pods.
     admin
@@ -413,6 +415,7 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
         ("zone-agent", "n2", "taint_added", "dedicated", "kubectl-taint"),
     ];
     expect_managers(exporter, "kubectl taint", &tainted).await;
+    await_event(admin, "datadog-agent", &["reason taint_added", "key dedicated", "changed by kubectl-taint"]).await;
     // A second manager adds a taint every daemon pod tolerates: the list is now its, but
     // `dedicated` is still kubectl's.
     kubectl(
@@ -426,7 +429,66 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
         .map(|ds| (ds, "n2", "taint_added", "batch", "second-tainter"))
         .to_vec();
     expect_managers(exporter, "a second manager's blocking taint", &batch).await;
+    await_event(admin, "datadog-agent", &["key batch", "changed by second-tainter"]).await;
     kubectl(kubeconfig, &["taint", "node", "n2", "dedicated-", "batch-", "node.kubernetes.io/unschedulable-"]);
     admin.finish_terminating().await;
     expect(admin, exporter, "taints removed", BTreeSet::new()).await;
+}
+
+/// The Events `--events` wrote: (daemonset, action, note, series count) of each, regarding
+/// DaemonSets in NS with reason Misscheduled.
+async fn misscheduled_events(admin: &Cluster) -> Vec<(String, String, String, i32)> {
+    use k8s_openapi::api::events::v1::Event;
+    let events: Api<Event> = Api::namespaced(admin.client.clone(), NS);
+    let list = events.list(&ListParams::default()).await.unwrap();
+    list.items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("Misscheduled"))
+        .map(|e| {
+            let regarding = e.regarding.unwrap_or_default();
+            assert_eq!(regarding.kind.as_deref(), Some("DaemonSet"));
+            assert!(regarding.uid.is_some(), "kubectl describe matches on the uid");
+            let related = e.related.expect("the pod is the related object");
+            assert_eq!(related.kind.as_deref(), Some("Pod"));
+            assert_eq!(e.type_.as_deref(), Some("Warning"));
+            (
+                regarding.name.unwrap_or_default(),
+                e.action.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+                e.series.map_or(1, |s| s.count),
+            )
+        })
+        .collect()
+}
+
+/// Wait until `--events` has written an Event on `ds` whose note holds every word: what
+/// `kubectl describe ds` shows.
+async fn await_event(admin: &Cluster, ds: &str, words: &[&str]) {
+    let started = Instant::now();
+    loop {
+        let events = misscheduled_events(admin).await;
+        if events.iter().any(|(d, _, note, _)| d == ds && words.iter().all(|w| note.contains(w))) {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "no Event on {ds} saying {words:?}: {events:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// An unchanged state (scrapes, a controller resync) writes no Event.
+async fn no_event_without_a_transition(admin: &Cluster, exporter: &Exporter) {
+    let events = misscheduled_events(admin).await;
+    let metrics = exporter.metrics();
+    let counted: Vec<_> = metrics.lines().filter(|l| l.starts_with("misschedule_exporter_kube_events_total")).collect();
+    println!("exporter: {counted:?}");
+    let written = |events: &[(String, String, String, i32)]| events.iter().map(|e| e.3).sum::<i32>();
+    let before = written(&events);
+    for _ in 0..20 {
+        exporter.metrics();
+    }
+    admin.resync().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = written(&misscheduled_events(admin).await);
+    assert_eq!(after, before, "no Event without a transition");
+    println!("events: {} objects, {before} writes, none while nothing changed", events.len());
 }

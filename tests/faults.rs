@@ -109,7 +109,8 @@ async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
     scene(&admin, &["get", "list"]).await;
     let log = cp.dir.join("exporter.log");
-    let mut exporter = Exporter::start_logging(cp.get("EXPORTER_KUBECONFIG"), &log);
+    // With --events, though its role never allows writing them (checked at the end).
+    let mut exporter = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--events"], &log);
     wait_for("serving", Duration::from_secs(30), || exporter.get("/healthz").is_some()).await;
 
     // For 10 s: never ready, still alive, retrying with backoff rather than in a hot loop.
@@ -136,6 +137,25 @@ async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
     wait_for("ready once granted", Duration::from_secs(20), || exporter.ready()).await;
     println!("ready {:?} after the permission was granted", granted.elapsed());
     expect(&admin, &exporter, "working after the grant", BTreeSet::new()).await;
+
+    // Events denied: one clear log line and a self-metric, and the exporter keeps serving.
+    let forbidden = "misschedule_exporter_kube_events_total{result=\"forbidden\"}";
+    for (tried, node) in [(1.0, "n1"), (2.0, "n2")] {
+        admin.set_taints(node, taint("ToBeDeletedByClusterAutoscaler", "1", "NoSchedule")).await;
+        expect(&admin, &exporter, "drained with Events denied", drain(node)).await;
+        wait_for("the denied Event counted", Duration::from_secs(10), || {
+            exporter.sample(forbidden).is_some_and(|n| n >= tried)
+        })
+        .await;
+        admin.set_taints(node, json!([])).await;
+        admin.finish_terminating().await;
+    }
+    assert!(exporter.ready(), "still ready");
+    assert_eq!(exporter.sample("misschedule_exporter_kube_events_total{result=\"sent\"}"), Some(0.0));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let denied: Vec<_> = logged.lines().filter(|l| l.contains("cannot write Events")).collect();
+    assert_eq!(denied.len(), 1, "one log line, not one per Event: {denied:?}");
+    assert!(denied[0].contains("RBAC") && denied[0].contains("events.k8s.io"), "unclear: {}", denied[0]);
 }
 
 fn taint(key: &str, value: &str, effect: &str) -> Value {

@@ -9,7 +9,7 @@ use crate::index::Index;
 use crate::model::{Pod, Timestamp};
 use crate::rules::reason::Reason;
 
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct PodRow {
     pub namespace: String,
     pub daemonset: String,
@@ -23,6 +23,11 @@ pub struct PodRow {
     pub since: String,
     pub age_seconds: i64,
     pub fix: String,
+    /// For Events: `regarding` and `related` need the UIDs (kubectl describe matches on them).
+    #[serde(skip)]
+    pub daemonset_uid: String,
+    #[serde(skip)]
+    pub pod_uid: String,
 }
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -65,6 +70,8 @@ pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, no
                 fix: fix_for(p.pod, reason, &key, p.node),
                 key,
                 manager: p.classification.manager.as_deref().unwrap_or_default().to_owned(),
+                daemonset_uid: view.ds.uid.to_string(),
+                pod_uid: p.pod.uid.to_string(),
                 since: rfc3339(p.since),
                 age_seconds: (now - p.since).max(0),
             });

@@ -1,6 +1,8 @@
 //! What the index's views become: the `/metrics` families (`metrics`), the explanation
-//! with suggested fixes (`explain`), and the landing page that shows it (`page`).
+//! with suggested fixes (`explain`), the landing page that shows it (`page`), and which
+//! changes deserve a Kubernetes Event (`transitions`).
 
 pub mod explain;
 pub mod metrics;
 pub mod page;
+pub mod transitions;

@@ -297,6 +297,7 @@ pub async fn expect(cluster: &Cluster, exporter: &Exporter, step: &str, expected
 pub fn render_chart() -> BTreeMap<String, Value> {
     super::chart::render(&serde_json::json!({
         "grafanaDashboard": {"enabled": true},
+        "events": {"enabled": true},
         "commonLabels": {"team": "platform"},
         "networkPolicy": {"enabled": true, "apiServer": {"cidrs": ["127.0.0.1/32"]}},
         "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}],

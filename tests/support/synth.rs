@@ -250,7 +250,10 @@ fn managed_fields(labels: &serde_json::Map<String, Value>, tainted: bool, draini
     let mut kubelet_labels = owned(&|k| k.starts_with("kubernetes.io/") || k.starts_with("node.kubernetes.io/"));
     kubelet_labels.insert(".".into(), json!({}));
     let condition = |t: &str| {
-        (format!("k:{{\"type\":\"{t}\"}}"), json!({".": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}))
+        (
+            format!("k:{{\"type\":\"{t}\"}}"),
+            json!({".": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}),
+        )
     };
     let conditions: serde_json::Map<String, Value> =
         ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"].map(condition).into_iter().collect();
@@ -271,9 +274,17 @@ fn managed_fields(labels: &serde_json::Map<String, Value>, tainted: bool, draini
                                          "f:images": {}, "f:nodeInfo": {"f:bootID": {}, "f:kernelVersion": {}, "f:osImage": {}}}}}),
     ];
     if tainted {
-        let manager = if draining { "cluster-autoscaler" } else if gpu { "gpu-operator" } else { "kubectl-taint" };
-        entries.push(json!({"manager": manager, "operation": "Update", "apiVersion": "v1", "time": at, "fieldsType": "FieldsV1",
-                            "fieldsV1": {"f:spec": {"f:taints": {}}}}));
+        let manager = if draining {
+            "cluster-autoscaler"
+        } else if gpu {
+            "gpu-operator"
+        } else {
+            "kubectl-taint"
+        };
+        entries.push(
+            json!({"manager": manager, "operation": "Update", "apiVersion": "v1", "time": at, "fieldsType": "FieldsV1",
+                            "fieldsV1": {"f:spec": {"f:taints": {}}}}),
+        );
     }
     Value::Array(entries)
 }
