@@ -133,6 +133,7 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
         .await
         .unwrap();
     grant_exporter(&admin, &READ).await;
+    grant_events(&admin).await;
     for i in 0..nodes {
         admin.nodes.create(&pp, &node_object(i)).await.unwrap();
     }
@@ -147,7 +148,8 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
     }
     println!("{expected_pods} daemon pods created in {:?}", started.elapsed());
 
-    let exporter = Exporter::start_logging(cp.get("EXPORTER_KUBECONFIG"), &cp.dir.join("exporter.log"));
+    let exporter = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--events"], &cp.dir.join("exporter.log"));
+    let events_from = Instant::now();
     let pid = exporter.child.id();
     let synced_in = settled(&admin, &exporter, Duration::from_secs(60)).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -279,6 +281,15 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
     admin.resync().await;
     let settled_in = settled(&admin, &exporter, Duration::from_secs(120)).await;
 
+    // Events: one write per sent transition, and never more than the rate limit allows.
+    let sent = exporter.sample("misschedule_exporter_kube_events_total{result=\"sent\"}").unwrap_or(0.0) as i64;
+    let (event_objects, event_writes) = misscheduled_event_writes(&admin).await;
+    let allowed = 20 + 2 * events_from.elapsed().as_secs() as i64;
+    println!(
+        "events: {event_writes} writes ({event_objects} objects, {sent} sent) in {:?}; the limit allows {allowed}",
+        events_from.elapsed()
+    );
+
     // A fresh exporter at this moment must report the same series.
     let fresh = Exporter::start_logging(cp.get("EXPORTER_KUBECONFIG"), &cp.dir.join("fresh.log"));
     settled(&admin, &fresh, Duration::from_secs(60)).await;
@@ -311,6 +322,7 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
              | RSS post-sync (whole process ÷ pods) / max under load / after | {} ({:.0} B) / {} / {} | after within 10% of post-sync |\n\
              | taint-to-metric, 5 taints: median / max | {:.1} ms / {:.1} ms | ≤ 1 s |\n\
              | resettled after churn | {:.1} s | |\n\
+             | Events written (`--events`) / allowed by the rate limit | {event_writes} ({event_objects} objects) / {allowed} | ≤ limit, one per transition |\n\
              | series equal a fresh exporter's | yes | yes |\n",
             churn_for.as_secs(),
             latencies.len(),
@@ -328,6 +340,9 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
         std::fs::write(path, report).unwrap();
     }
     assert_eq!(errors, 0, "scrape errors under load");
+    assert!(sent > 0, "transitions during the churn wrote no Event");
+    assert!(event_writes <= sent, "{event_writes} Event writes for {sent} sent: a write without a transition");
+    assert!(sent <= allowed, "{sent} Events sent; the rate limit allows {allowed}");
     assert!(latencies_ms[4] < 1000.0, "taint-to-metric latency {latencies_ms:?} ms");
     assert!(p99 < Duration::from_secs(2), "scrape p99 {p99:?} is not bounded");
     assert!(

@@ -270,6 +270,35 @@ pub async fn grant_exporter(admin: &Cluster, pod_verbs: &[&str]) {
     Api::<ClusterRoleBinding>::all(admin.client.clone()).create(&pp, &binding).await.unwrap();
 }
 
+/// Also let the exporter's user write Events (the chart's `events.enabled` rule).
+pub async fn grant_events(admin: &Cluster) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let pp = PostParams::default();
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "misschedule-exporter-events"},
+        "rules": [{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]}]
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(admin.client.clone()).create(&pp, &role).await.unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "misschedule-exporter-events"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "misschedule-exporter-events"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "misschedule-exporter"}]
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.client.clone()).create(&pp, &binding).await.unwrap();
+}
+
+/// (Event objects, writes counting each series' repeats) that `--events` made in NS.
+pub async fn misscheduled_event_writes(admin: &Cluster) -> (usize, i64) {
+    use k8s_openapi::api::events::v1::Event;
+    let events: Api<Event> = Api::namespaced(admin.client.clone(), NS);
+    let list = events.list(&ListParams::default()).await.unwrap();
+    let ours: Vec<_> = list.items.into_iter().filter(|e| e.reason.as_deref() == Some("Misscheduled")).collect();
+    let writes = ours.iter().map(|e| i64::from(e.series.as_ref().map_or(1, |s| s.count))).sum();
+    (ours.len(), writes)
+}
+
 /// Wait until the exporter reports exactly `expected` and agrees with the controller.
 pub async fn expect(cluster: &Cluster, exporter: &Exporter, step: &str, expected: BTreeSet<Row>) -> Duration {
     let started = Instant::now();
