@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use clap::{Parser, Subcommand, ValueEnum};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use misschedule_exporter::http::auth::Authenticator;
 use misschedule_exporter::http::server;
 use misschedule_exporter::http::tls::ReloadingCert;
@@ -19,6 +18,7 @@ use misschedule_exporter::report::explain::{self, render_table};
 use misschedule_exporter::report::metrics;
 use misschedule_exporter::rules::attribution::{DEFAULT_NFD_MANAGERS, NfdManagers};
 use misschedule_exporter::rules::reason::{Conventions, DrainTaints};
+use misschedule_exporter::source::connect::{self, ConnectError};
 use misschedule_exporter::source::snapshot::Snapshot;
 use misschedule_exporter::source::watch;
 use misschedule_exporter::telemetry::{Shared, unix_now};
@@ -307,31 +307,15 @@ async fn run(cli: Cli) -> Outcome {
 }
 
 async fn connect(source: &Source) -> Result<kube::Client, (Failure, anyhow::Error)> {
-    let options = KubeConfigOptions { context: source.context.clone(), ..Default::default() };
-    let config = match (&source.kubeconfig, &source.context) {
-        (Some(path), _) => {
-            let kubeconfig = Kubeconfig::read_from(path)
-                .with_context(|| format!("cannot read kubeconfig {}", path.display()))
-                .or_exit(Failure::Config)?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &options).await.map_err(anyhow::Error::from)
-        }
-        (None, Some(_)) => kube::Config::from_kubeconfig(&options).await.map_err(anyhow::Error::from),
-        (None, None) => kube::Config::infer().await.map_err(anyhow::Error::from),
-    }
-    .context("cannot load a Kubernetes client configuration")
-    .or_exit(Failure::Config)?;
-    let server = config.cluster_url.clone();
-    let client = kube::Client::try_from(config).context("cannot build a Kubernetes client").or_exit(Failure::Config)?;
-    match tokio::time::timeout(Duration::from_secs(15), client.apiserver_version()).await {
-        Ok(Ok(version)) => {
-            tracing::info!(%server, version = %version.git_version, "connected to the API server");
-            Ok(client)
-        }
-        Ok(Err(e)) => {
-            Err((Failure::Unreachable, anyhow!(e).context(format!("cannot reach the API server at {server}"))))
-        }
-        Err(_) => Err((Failure::Unreachable, anyhow!("the API server at {server} did not answer within 15s"))),
-    }
+    let config =
+        connect::config(source.kubeconfig.as_deref(), source.context.as_deref()).await.or_exit(Failure::Config)?;
+    connect::client(config).await.map_err(|e| {
+        let failure = match e {
+            ConnectError::Unreachable { .. } | ConnectError::Timeout { .. } => Failure::Unreachable,
+            ConnectError::Kubeconfig { .. } | ConnectError::Config(_) => Failure::Config,
+        };
+        (failure, e.into())
+    })
 }
 
 async fn wait_until_synced(shared: &Shared) -> Outcome {

@@ -84,7 +84,9 @@ async fn scenarios_match_the_real_daemonset_controller() {
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
     create_scene(&admin).await;
     // With Events on: the chart's role (events.enabled) allows writing them.
-    let exporter = Exporter::spawn(&["--kubeconfig", cp.get("EXPORTER_KUBECONFIG"), "--events"], Stdio::inherit());
+    // On every address: the plugin's --from-exporter reaches it through a Service.
+    let exporter =
+        Exporter::spawn_on("0.0.0.0", &["--kubeconfig", cp.get("EXPORTER_KUBECONFIG"), "--events"], Stdio::inherit());
     let record_dir = std::env::var_os("RECORD_SNAPSHOTS").map(PathBuf::from);
     let admin_kubeconfig = cp.get("ADMIN_KUBECONFIG").to_owned();
     let record = |name: &'static str| {
@@ -382,6 +384,8 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
         &[("ssd-agent", "n2", "label_drift", "disk", "ops-relabel")],
     )
     .await;
+    await_event(admin, "ssd-agent", &["reason label_drift", "key disk", "changed by ops-relabel", "Fix:"]).await;
+    kubectl_plugin_answers(admin, kubeconfig, exporter.port).await;
     let out = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
         .args(["explain", "--kubeconfig", kubeconfig, "-n", NS, "-o", "json"])
         .output()
@@ -403,6 +407,7 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
         &[("ssd-agent", "n3", "nfd_change", "disk", "nfd-master")],
     )
     .await;
+    await_event(admin, "ssd-agent", &["reason nfd_change", "changed by nfd-master"]).await;
     kubectl(kubeconfig, &["label", "node", "n3", "disk=ssd", "--overwrite"]);
     admin.finish_terminating().await;
     expect(admin, exporter, "NFD's label overwritten back", BTreeSet::new()).await;
@@ -491,4 +496,86 @@ async fn no_event_without_a_transition(admin: &Cluster, exporter: &Exporter) {
     let after = written(&misscheduled_events(admin).await);
     assert_eq!(after, before, "no Event without a transition");
     println!("events: {} objects, {before} writes, none while nothing changed", events.len());
+}
+
+/// `kubectl misschedule` through the real kubectl: the plugin on PATH, live and from the
+/// running exporter (which saw who removed the label) through the API server's service proxy.
+async fn kubectl_plugin_answers(admin: &Cluster, kubeconfig: &str, exporter_port: u16) {
+    let plugin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-misschedule")).parent().unwrap();
+    let path = format!("{}:{}", plugin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |args: &[&str]| {
+        Command::new("kubectl")
+            .args(["misschedule", "--kubeconfig", kubeconfig])
+            .args(args)
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    let rows = |explanation: &Value| -> BTreeSet<(String, String, String, String, String)> {
+        explanation["misscheduled"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let f = |name: &str| r[name].as_str().unwrap().to_owned();
+                (f("daemonset"), f("node"), f("reason"), f("key"), f("manager"))
+            })
+            .collect()
+    };
+    let row = |manager: &str| ("ssd-agent".into(), "n2".into(), "label_drift".into(), "disk".into(), manager.into());
+
+    // Live: one list. It did not see the removal, so it cannot name who did it.
+    let out = run(&["-n", NS, "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let live: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows(&live), [row("")].into());
+    assert!(live["ineligible"].is_array());
+    let out = run(&["-n", NS, "-o", "yaml"]);
+    let yaml: Value = serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    assert_eq!(rows(&yaml), rows(&live), "yaml and json say the same");
+    let out = run(&["-A", "--exit-code"]);
+    assert_eq!(out.status.code(), Some(1), "--exit-code with a misscheduled pod");
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.starts_with("NAMESPACE") && table.contains("ssd-agent") && table.contains("label_drift"), "{table}");
+    let out = run(&["-n", "default", "--exit-code"]);
+    assert_eq!(out.status.code(), Some(0), "nothing misscheduled in default");
+
+    // From the exporter, through a Service whose endpoint is this machine's address.
+    let host = Command::new("hostname").arg("-I").output().unwrap();
+    let host = String::from_utf8(host.stdout).unwrap();
+    let ip = host
+        .split_whitespace()
+        .find(|a| a.contains('.') && !a.starts_with("127."))
+        .expect("a non-loopback IPv4 address");
+    let pp = PostParams::default();
+    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "misschedule-exporter"},
+        "spec": {"ports": [{"name": "http-metrics", "port": 18493, "targetPort": exporter_port}]}
+    }))
+    .unwrap();
+    Api::namespaced(admin.client.clone(), NS).create(&pp, &service).await.unwrap();
+    // The API server proxies only to an address that is a pod's: a stand-in pod with this IP.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(admin.client.clone(), NS);
+    let stand_in = json!({"metadata": {"name": "exporter-stand-in"}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "none"}]}});
+    pods.create(&pp, &serde_json::from_value(stand_in).unwrap()).await.unwrap();
+    let status = json!({"status": {"podIP": ip, "podIPs": [{"ip": ip}]}});
+    pods.patch_status("exporter-stand-in", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status))
+        .await
+        .unwrap();
+    let endpoints: k8s_openapi::api::core::v1::Endpoints = serde_json::from_value(json!({
+        "metadata": {"name": "misschedule-exporter"},
+        "subsets": [{"addresses": [{"ip": ip, "targetRef": {"kind": "Pod", "name": "exporter-stand-in", "namespace": NS}}],
+                     "ports": [{"name": "http-metrics", "port": exporter_port}]}]
+    }))
+    .unwrap();
+    Api::namespaced(admin.client.clone(), NS).create(&pp, &endpoints).await.unwrap();
+    let out = run(&["-n", NS, "-o", "json", "--from-exporter", &format!("{NS}/misschedule-exporter")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let served: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows(&served), [row("ops-relabel")].into(), "the exporter saw who removed it");
+    let out = run(&["--from-exporter", &format!("{NS}/nothing-here")]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("cannot read service {NS}/nothing-here")), "unclear error: {stderr}");
+    println!("kubectl misschedule: live, yaml, --exit-code and --from-exporter agree");
 }

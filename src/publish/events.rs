@@ -112,7 +112,7 @@ async fn publish(recorder: &Recorder, row: &PodRow) -> KubeEventResult {
         type_: EventType::Warning,
         reason: REASON.into(),
         note: Some(note(row)),
-        action: action(row.reason),
+        action: action(&row.reason),
         secondary: Some(ObjectReference {
             api_version: Some("v1".into()),
             kind: Some("Pod".into()),

@@ -3,19 +3,19 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::index::Index;
 use crate::model::{Pod, Timestamp};
 use crate::rules::reason::Reason;
 
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PodRow {
     pub namespace: String,
     pub daemonset: String,
     pub pod: String,
     pub node: String,
-    pub reason: &'static str,
+    pub reason: String,
     pub key: String,
     /// The field manager that set, removed or added `key` (empty when unknown).
     pub manager: String,
@@ -30,16 +30,16 @@ pub struct PodRow {
     pub pod_uid: String,
 }
 
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IneligibleRow {
     pub namespace: String,
     pub daemonset: String,
-    pub reason: &'static str,
+    pub reason: String,
     pub key: String,
     pub nodes: u32,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Explanation {
     /// Each misscheduled pod, with its reason, key and suggested fix.
     pub misscheduled: Vec<PodRow>,
@@ -66,7 +66,7 @@ pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, no
                 daemonset: id.name.to_string(),
                 pod: p.pod.id.name.to_string(),
                 node: p.node.to_string(),
-                reason: reason.as_str(),
+                reason: reason.as_str().to_owned(),
                 fix: fix_for(p.pod, reason, &key, p.node),
                 key,
                 manager: p.classification.manager.as_deref().unwrap_or_default().to_owned(),
@@ -80,7 +80,7 @@ pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, no
             out.ineligible.push(IneligibleRow {
                 namespace: id.namespace.to_string(),
                 daemonset: id.name.to_string(),
-                reason: reason.as_str(),
+                reason: reason.as_str().to_owned(),
                 key: key.to_string(),
                 nodes,
             });
@@ -138,43 +138,52 @@ pub fn human_age(seconds: i64) -> String {
     }
 }
 
-/// Aligned text tables.
+/// Aligned text tables: the pods with the suggested fix, then the skipped nodes.
 pub fn render_table(explanation: &Explanation) -> String {
+    render(explanation, true)
+}
+
+/// Aligned text tables; `wide` adds the suggested fix and the nodes each DaemonSet skips.
+pub fn render(explanation: &Explanation, wide: bool) -> String {
     let mut out = String::new();
     if explanation.misscheduled.is_empty() {
         out.push_str("No misscheduled daemon pods.\n");
     } else {
-        let rows: Vec<[String; 9]> = explanation
-            .misscheduled
-            .iter()
-            .map(|r| {
-                [
-                    r.namespace.clone(),
-                    r.daemonset.clone(),
-                    r.pod.clone(),
-                    r.node.clone(),
-                    r.reason.to_owned(),
-                    r.key.clone(),
-                    r.manager.clone(),
-                    human_age(r.age_seconds),
-                    r.fix.clone(),
-                ]
-            })
-            .collect();
-        table(
-            &mut out,
-            ["NAMESPACE", "DAEMONSET", "POD", "NODE", "REASON", "KEY", "MANAGER", "AGE", "SUGGESTED FIX"],
-            &rows,
-        );
+        let row = |r: &PodRow| {
+            [
+                r.namespace.clone(),
+                r.daemonset.clone(),
+                r.pod.clone(),
+                r.node.clone(),
+                r.reason.clone(),
+                r.key.clone(),
+                r.manager.clone(),
+                human_age(r.age_seconds),
+            ]
+        };
+        let header = ["NAMESPACE", "DAEMONSET", "POD", "NODE", "REASON", "KEY", "MANAGER", "AGE"];
+        if wide {
+            let rows: Vec<[String; 9]> = explanation
+                .misscheduled
+                .iter()
+                .map(|r| {
+                    let [a, b, c, d, e, f, g, h] = row(r);
+                    [a, b, c, d, e, f, g, h, r.fix.clone()]
+                })
+                .collect();
+            let [a, b, c, d, e, f, g, h] = header;
+            table(&mut out, [a, b, c, d, e, f, g, h, "SUGGESTED FIX"], &rows);
+        } else {
+            let rows: Vec<[String; 8]> = explanation.misscheduled.iter().map(row).collect();
+            table(&mut out, header, &rows);
+        }
     }
-    if !explanation.ineligible.is_empty() {
+    if wide && !explanation.ineligible.is_empty() {
         out.push_str("\nNodes each DaemonSet skips (why desired < node count):\n");
         let rows: Vec<[String; 5]> = explanation
             .ineligible
             .iter()
-            .map(|r| {
-                [r.namespace.clone(), r.daemonset.clone(), r.reason.to_owned(), r.key.clone(), r.nodes.to_string()]
-            })
+            .map(|r| [r.namespace.clone(), r.daemonset.clone(), r.reason.clone(), r.key.clone(), r.nodes.to_string()])
             .collect();
         table(&mut out, ["NAMESPACE", "DAEMONSET", "REASON", "KEY", "NODES"], &rows);
     }

@@ -9,14 +9,14 @@ use crate::report::explain::PodRow;
 /// What an Event says of a pod; a change of any part is a new transition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Verdict {
-    reason: &'static str,
+    reason: String,
     key: String,
     manager: String,
 }
 
 impl Verdict {
     fn of(row: &PodRow) -> Self {
-        Self { reason: row.reason, key: row.key.clone(), manager: row.manager.clone() }
+        Self { reason: row.reason.clone(), key: row.key.clone(), manager: row.manager.clone() }
     }
 }
 
@@ -120,13 +120,13 @@ impl RateLimit {
 mod tests {
     use super::*;
 
-    fn row(uid: &str, reason: &'static str, key: &str, manager: &str) -> PodRow {
+    fn row(uid: &str, reason: &str, key: &str, manager: &str) -> PodRow {
         PodRow {
             namespace: "ns".into(),
             daemonset: "agent".into(),
             pod: format!("agent-{uid}"),
             node: "n1".into(),
-            reason,
+            reason: reason.into(),
             key: key.into(),
             manager: manager.into(),
             since: String::new(),

@@ -1,4 +1,7 @@
-//! Where the index's events come from: live watches of the API server, or snapshot files.
+//! Where the index's events come from: live watches of the API server (`watch`, after
+//! `connect`), one list of everything (`list`, for one-shot answers), or snapshot files.
 
+pub mod connect;
+pub mod list;
 pub mod snapshot;
 pub mod watch;

@@ -13,12 +13,17 @@ pub struct Exporter {
 }
 
 impl Exporter {
-    /// `args` plus `--listen` on a free port; stdout discarded, stderr to `stderr`.
+    /// `args` plus `--listen` on a free loopback port; stdout discarded, stderr to `stderr`.
     pub fn spawn(args: &[&str], stderr: Stdio) -> Self {
+        Self::spawn_on("127.0.0.1", args, stderr)
+    }
+
+    /// Like `spawn`, listening on `host` (`0.0.0.0`: reachable from outside loopback too).
+    pub fn spawn_on(host: &str, args: &[&str], stderr: Stdio) -> Self {
         let port = http::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
             .args(args)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--listen", &format!("{host}:{port}")])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("RUST_LOG", std::env::var("EXPORTER_RUST_LOG").unwrap_or_else(|_| "warn".into()))
             .stdout(Stdio::null())
