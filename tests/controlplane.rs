@@ -264,14 +264,19 @@ async fn scenarios_match_the_real_daemonset_controller() {
     expect(&admin, &exporter, "node deleted", BTreeSet::new()).await;
 }
 
-/// `explain -o json` against the live cluster, with the exporter's unprivileged token.
-fn explain_live(kubeconfig: &str) {
+/// `misschedule-exporter explain -n NS -o json` with `kubeconfig`: the explanation object.
+fn explain_json(kubeconfig: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
         .args(["explain", "--kubeconfig", kubeconfig, "-n", NS, "-o", "json"])
         .output()
         .unwrap();
     assert!(out.status.success(), "explain failed: {}", String::from_utf8_lossy(&out.stderr));
-    let explanation: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `explain -o json` against the live cluster, with the exporter's unprivileged token.
+fn explain_live(kubeconfig: &str) {
+    let explanation = explain_json(kubeconfig);
     let rows = explanation["misscheduled"].as_array().unwrap();
     let got: BTreeSet<Row> = rows
         .iter()
@@ -312,6 +317,19 @@ fn reported_managers(metrics: &str) -> BTreeSet<(String, String, String, String,
         .collect()
 }
 
+/// (daemonset, node, reason, key, manager) of every row of an explanation object.
+fn explained_managers(explanation: &Value) -> BTreeSet<(String, String, String, String, String)> {
+    explanation["misscheduled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let f = |name: &str| r[name].as_str().unwrap().to_owned();
+            (f("daemonset"), f("node"), f("reason"), f("key"), f("manager"))
+        })
+        .collect()
+}
+
 /// Wait until /metrics names exactly these managers, then check /explain agrees.
 async fn expect_managers(exporter: &Exporter, step: &str, expected: &[(&str, &str, &str, &str, &str)]) {
     let expected: BTreeSet<_> = expected
@@ -329,69 +347,46 @@ async fn expect_managers(exporter: &Exporter, step: &str, expected: &[(&str, &st
     }
     assert_eq!(got, expected, "step {step}: managers on /metrics");
     let (_, body) = exporter.get(&format!("/explain?namespace={NS}")).unwrap();
-    let explanation: Value = serde_json::from_str(&body).unwrap();
-    let explained: BTreeSet<_> = explanation["misscheduled"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let f = |name: &str| r[name].as_str().unwrap().to_owned();
-            (f("daemonset"), f("node"), f("reason"), f("key"), f("manager"))
-        })
-        .collect();
+    let explained = explained_managers(&serde_json::from_str(&body).unwrap());
     assert_eq!(explained, expected, "step {step}: managers on /explain");
     println!("step {step:<40} ok: managers {:?}", expected.iter().map(|r| &r.4).collect::<BTreeSet<_>>());
 }
 
+/// The cluster, the exporter and the admin kubeconfig.
+type Scene<'a> = (&'a Cluster, &'a Exporter, &'a str);
+
+/// `kubectl label node NODE ARGS...`, then wait until ssd-agent's pod on NODE is misscheduled
+/// on `disk` with (reason, manager) on /metrics and /explain.
+async fn relabel((admin, exporter, kubeconfig): Scene<'_>, node: &str, args: &[&str], (reason, manager): (&str, &str)) {
+    let command: Vec<&str> = ["label", "node", node].into_iter().chain(args.iter().copied()).collect();
+    kubectl(kubeconfig, &command);
+    let step = format!("kubectl {}", command.join(" "));
+    expect(admin, exporter, &step, [row("ssd-agent", node, reason, "disk")].into()).await;
+    expect_managers(exporter, &step, &[("ssd-agent", node, reason, "disk", manager)]).await;
+}
+
 /// Who made the change, as real kubectl writes record it in managedFields.
 async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
+    let scene = (admin, exporter, kubeconfig);
     // A label changed by a named manager is its own.
-    kubectl(kubeconfig, &["label", "node", "n2", "disk=hdd", "--overwrite", "--field-manager=provisioner"]);
-    expect(admin, exporter, "label changed by provisioner", [row("ssd-agent", "n2", "label_drift", "disk")].into())
+    relabel(scene, "n2", &["disk=hdd", "--overwrite", "--field-manager=provisioner"], ("label_drift", "provisioner"))
         .await;
-    expect_managers(
-        exporter,
-        "label changed by provisioner",
-        &[("ssd-agent", "n2", "label_drift", "disk", "provisioner")],
-    )
-    .await;
     kubectl(kubeconfig, &["label", "node", "n2", "disk=ssd", "--overwrite", "--field-manager=provisioner"]);
     admin.finish_terminating().await;
     expect(admin, exporter, "label restored by provisioner", BTreeSet::new()).await;
 
     // A pure removal: the API server stamps a manager's entry only when it sets or changes a
     // field, so the remover leaves no trace and the label's last owner is the answer.
-    kubectl(kubeconfig, &["label", "node", "n2", "disk-", "--field-manager=ops-relabel"]);
-    expect(admin, exporter, "label removed by a pure removal", [row("ssd-agent", "n2", "label_drift", "disk")].into())
-        .await;
-    expect_managers(
-        exporter,
-        "label removed by a pure removal",
-        &[("ssd-agent", "n2", "label_drift", "disk", "provisioner")],
-    )
-    .await;
+    relabel(scene, "n2", &["disk-", "--field-manager=ops-relabel"], ("label_drift", "provisioner")).await;
     kubectl(kubeconfig, &["label", "node", "n2", "disk=ssd"]);
     admin.finish_terminating().await;
     expect(admin, exporter, "label restored by kubectl", BTreeSet::new()).await;
 
     // Removed in an update that also sets a label: that manager's entry is stamped.
-    kubectl(kubeconfig, &["label", "node", "n2", "disk-", "rack=r1", "--field-manager=ops-relabel"]);
-    expect(admin, exporter, "label replaced by ops-relabel", [row("ssd-agent", "n2", "label_drift", "disk")].into())
-        .await;
-    expect_managers(
-        exporter,
-        "label replaced by ops-relabel",
-        &[("ssd-agent", "n2", "label_drift", "disk", "ops-relabel")],
-    )
-    .await;
+    relabel(scene, "n2", &["disk-", "rack=r1", "--field-manager=ops-relabel"], ("label_drift", "ops-relabel")).await;
     await_event(admin, "ssd-agent", &["reason label_drift", "key disk", "changed by ops-relabel", "Fix:"]).await;
     kubectl_plugin_answers(admin, kubeconfig, exporter.port).await;
-    let out = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
-        .args(["explain", "--kubeconfig", kubeconfig, "-n", NS, "-o", "json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "explain failed: {}", String::from_utf8_lossy(&out.stderr));
-    let explanation: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let explanation = explain_json(kubeconfig);
     // A fresh process did not see the removal: it cannot say who did it.
     assert_eq!(explanation["misscheduled"][0]["manager"], "", "explain started after the removal");
     kubectl(kubeconfig, &["label", "node", "n2", "disk=ssd", "rack-"]);
@@ -399,14 +394,8 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
     expect(admin, exporter, "label restored", BTreeSet::new()).await;
 
     // A label node-feature-discovery owns is an NFD change, whatever its name.
-    kubectl(kubeconfig, &["label", "node", "n3", "disk=nvme", "--overwrite", "--field-manager=nfd-master"]);
-    expect(admin, exporter, "label changed by nfd-master", [row("ssd-agent", "n3", "nfd_change", "disk")].into()).await;
-    expect_managers(
-        exporter,
-        "label changed by nfd-master",
-        &[("ssd-agent", "n3", "nfd_change", "disk", "nfd-master")],
-    )
-    .await;
+    relabel(scene, "n3", &["disk=nvme", "--overwrite", "--field-manager=nfd-master"], ("nfd_change", "nfd-master"))
+        .await;
     await_event(admin, "ssd-agent", &["reason nfd_change", "changed by nfd-master"]).await;
     kubectl(kubeconfig, &["label", "node", "n3", "disk=ssd", "--overwrite"]);
     admin.finish_terminating().await;
@@ -511,17 +500,7 @@ async fn kubectl_plugin_answers(admin: &Cluster, kubeconfig: &str, exporter_port
             .output()
             .unwrap()
     };
-    let rows = |explanation: &Value| -> BTreeSet<(String, String, String, String, String)> {
-        explanation["misscheduled"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                let f = |name: &str| r[name].as_str().unwrap().to_owned();
-                (f("daemonset"), f("node"), f("reason"), f("key"), f("manager"))
-            })
-            .collect()
-    };
+    let rows = explained_managers;
     let row = |manager: &str| ("ssd-agent".into(), "n2".into(), "label_drift".into(), "disk".into(), manager.into());
 
     // Live: one list. It did not see the removal, so it cannot name who did it.

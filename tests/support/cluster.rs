@@ -258,31 +258,31 @@ pub fn exporter_role(pod_verbs: &[&str]) -> k8s_openapi::api::rbac::v1::ClusterR
 
 /// Bind the exporter's user (EXPORTER_KUBECONFIG) to `exporter_role(pod_verbs)`.
 pub async fn grant_exporter(admin: &Cluster, pod_verbs: &[&str]) {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-    let pp = PostParams::default();
-    Api::<ClusterRole>::all(admin.client.clone()).create(&pp, &exporter_role(pod_verbs)).await.unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "misschedule-exporter"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "misschedule-exporter"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "misschedule-exporter"}]
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.client.clone()).create(&pp, &binding).await.unwrap();
+    bind_exporter(admin, exporter_role(pod_verbs)).await;
 }
 
 /// Also let the exporter's user write Events (the chart's `events.enabled` rule).
 pub async fn grant_events(admin: &Cluster) {
+    bind_exporter(
+        admin,
+        serde_json::from_value(json!({
+            "metadata": {"name": "misschedule-exporter-events"},
+            "rules": [{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]}]
+        }))
+        .unwrap(),
+    )
+    .await;
+}
+
+/// Create `role` and bind the exporter's user to it, under the role's name.
+async fn bind_exporter(admin: &Cluster, role: k8s_openapi::api::rbac::v1::ClusterRole) {
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
     let pp = PostParams::default();
-    let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": {"name": "misschedule-exporter-events"},
-        "rules": [{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]}]
-    }))
-    .unwrap();
+    let name = role.metadata.name.clone().unwrap();
     Api::<ClusterRole>::all(admin.client.clone()).create(&pp, &role).await.unwrap();
     let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "misschedule-exporter-events"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "misschedule-exporter-events"},
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "misschedule-exporter"}]
     }))
     .unwrap();
