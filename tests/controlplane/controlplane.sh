@@ -79,7 +79,8 @@ build() {
   local out="$work/.go/src/k8s.io/kubernetes/_output/bin"
   mkdir -p "$BIN_DIR"
   cp "$out/kube-apiserver" "$out/kube-controller-manager" "$BIN_DIR/"
-  rm -rf "$work"
+  # Only the two binaries are kept: the tree and Go's build cache are gigabytes.
+  rm -rf "$work" "$CACHE_ROOT/go-build"
   log "cached binaries in $BIN_DIR"
 }
 
