@@ -2,7 +2,8 @@
 # Everything the test suite needs, then the suite. Safe to run on a fresh Debian machine.
 #   - Debian packages for the control plane (etcd, Go, rsync, openssl, curl), and
 #     prometheus + prometheus-alertmanager (promtool, amtool, a real Prometheus and Alertmanager),
-#     jsonnet (renders the mixin), chromium (headless: the landing page in a real browser)
+#     jsonnet (renders the mixin), chromium (headless: the landing page in a real browser),
+#     kubectl when the machine has none (Debian's kubernetes-client)
 #   - PyPI helm-python-sdk 0.2.2 and kubernetes-validate for the chart tests
 #   - kube-apiserver and kube-controller-manager v1.20.2, built once from Debian's
 #     source package and cached under ~/.cache/misschedule-exporter (6-10 min the first time)
@@ -18,6 +19,8 @@ missing=()
 for pkg in prometheus prometheus-alertmanager jsonnet chromium; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
+# Real kubectl drives the control-plane tests and finds the plugin; Debian's is kubernetes-client.
+command -v kubectl >/dev/null || missing+=(kubernetes-client)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

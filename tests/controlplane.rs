@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -386,12 +387,21 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
     relabel(scene, "n2", &["disk-", "rack=r1", "--field-manager=ops-relabel"], ("label_drift", "ops-relabel")).await;
     await_event(admin, "ssd-agent", &["reason label_drift", "key disk", "changed by ops-relabel", "Fix:"]).await;
     kubectl_plugin_answers(admin, kubeconfig, exporter.port).await;
+    let watching = PluginWatch::start(kubeconfig);
+    let unattributed = [("ssd-agent".into(), "n2".into(), "label_drift".into(), "disk".into(), String::new())];
+    watching.until("the misscheduled pod", |answer| explained_managers(answer) == unattributed.clone().into()).await;
     let explanation = explain_json(kubeconfig);
     // A fresh process did not see the removal: it cannot say who did it.
     assert_eq!(explanation["misscheduled"][0]["manager"], "", "explain started after the removal");
     kubectl(kubeconfig, &["label", "node", "n2", "disk=ssd", "rack-"]);
     admin.finish_terminating().await;
     expect(admin, exporter, "label restored", BTreeSet::new()).await;
+    let printed = watching.until("the restored answer", |answer| explained_managers(answer).is_empty()).await;
+    // Ages move on and the controller writes status, but the answer stays: nothing is printed.
+    admin.resync().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(watching.printed(), printed, "--watch printed without a change");
+    println!("kubectl misschedule --watch: {printed} answers, the last once the label was back");
 
     // A label node-feature-discovery owns is an NFD change, whatever its name.
     relabel(scene, "n3", &["disk=nvme", "--overwrite", "--field-manager=nfd-master"], ("nfd_change", "nfd-master"))
@@ -487,19 +497,69 @@ async fn no_event_without_a_transition(admin: &Cluster, exporter: &Exporter) {
     println!("events: {} objects, {before} writes, none while nothing changed", events.len());
 }
 
+/// `kubectl misschedule --kubeconfig K`, found by the real kubectl on PATH.
+fn kubectl_plugin(kubeconfig: &str) -> Command {
+    let plugin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-misschedule")).parent().unwrap();
+    let path = format!("{}:{}", plugin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let mut command = Command::new("kubectl");
+    command.args(["misschedule", "--kubeconfig", kubeconfig]).env("PATH", path);
+    command
+}
+
+/// `kubectl misschedule -n NS -o json --watch` in the background, and the answers it printed
+/// (in a pipe they follow one another as JSON objects).
+struct PluginWatch {
+    child: std::process::Child,
+    answers: Arc<Mutex<Vec<Value>>>,
+}
+
+impl PluginWatch {
+    fn start(kubeconfig: &str) -> Self {
+        let mut child =
+            kubectl_plugin(kubeconfig).args(["-n", NS, "-o", "json", "--watch"]).stdout(Stdio::piped()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let answers = Arc::new(Mutex::new(Vec::new()));
+        let sink = answers.clone();
+        std::thread::spawn(move || {
+            for answer in serde_json::Deserializer::from_reader(stdout).into_iter::<Value>() {
+                let Ok(answer) = answer else { break };
+                sink.lock().unwrap().push(answer);
+            }
+        });
+        PluginWatch { child, answers }
+    }
+
+    fn printed(&self) -> usize {
+        self.answers.lock().unwrap().len()
+    }
+
+    /// Wait until the latest answer is `wanted`; how many answers were printed by then.
+    async fn until(&self, what: &str, wanted: impl Fn(&Value) -> bool) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            {
+                let answers = self.answers.lock().unwrap();
+                if answers.last().is_some_and(&wanted) {
+                    return answers.len();
+                }
+                assert!(Instant::now() < deadline, "--watch never printed {what}: {answers:#?}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+impl Drop for PluginWatch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// `kubectl misschedule` through the real kubectl: the plugin on PATH, live and from the
 /// running exporter (which saw who removed the label) through the API server's service proxy.
 async fn kubectl_plugin_answers(admin: &Cluster, kubeconfig: &str, exporter_port: u16) {
-    let plugin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-misschedule")).parent().unwrap();
-    let path = format!("{}:{}", plugin_dir.display(), std::env::var("PATH").unwrap_or_default());
-    let run = |args: &[&str]| {
-        Command::new("kubectl")
-            .args(["misschedule", "--kubeconfig", kubeconfig])
-            .args(args)
-            .env("PATH", &path)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| kubectl_plugin(kubeconfig).args(args).output().unwrap();
     let rows = explained_managers;
     let row = |manager: &str| ("ssd-agent".into(), "n2".into(), "label_drift".into(), "disk".into(), manager.into());
 

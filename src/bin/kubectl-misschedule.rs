@@ -119,17 +119,15 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
 
     if let Some(target) = &cli.from_exporter {
         let target = ExporterService::parse(target).map_err(|e| (CONFIG, e))?;
-        let mut last = None;
+        let mut screen = Screen::new(cli.output);
         loop {
             let explanation = target.explain(&client, &filter).await.map_err(|e| (UNREACHABLE, e))?;
-            let text = format(&explanation, cli.output).map_err(|e| (CONFIG, e))?;
             if !cli.watch {
-                print!("{text}");
+                print!("{}", format(&explanation, cli.output).map_err(|e| (CONFIG, e))?);
                 return Ok(exit_code(&cli, &explanation));
             }
-            if last.as_ref() != Some(&text) {
-                redraw(&text);
-                last = Some(text);
+            if !screen.show(explanation).map_err(|e| (CONFIG, e))? {
+                return Ok(0);
             }
             tokio::time::sleep(Duration::from_secs(2)).await;
         }
@@ -155,19 +153,22 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         timeout_seconds: 290,
     };
     let _watches = watch::spawn_all(client, &config, shared.clone());
-    let mut drawn = None;
+    let mut screen = Screen::new(cli.output);
+    let mut seen = None;
     loop {
         let explanation = {
             let index = shared.read();
-            if index.synced() && drawn != Some(index.generation()) {
-                drawn = Some(index.generation());
+            if index.synced() && seen != Some(index.generation()) {
+                seen = Some(index.generation());
                 Some(filter.explain(&index))
             } else {
                 None
             }
         };
-        if let Some(explanation) = explanation {
-            redraw(&format(&explanation, cli.output).map_err(|e| (CONFIG, e))?);
+        if let Some(explanation) = explanation
+            && !screen.show(explanation).map_err(|e| (CONFIG, e))?
+        {
+            return Ok(0);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -207,16 +208,41 @@ fn format(explanation: &Explanation, output: Output) -> anyhow::Result<String> {
     })
 }
 
-/// Print a new answer: on a terminal, in place of the last one.
-fn redraw(text: &str) {
-    let mut stdout = std::io::stdout().lock();
-    if stdout.is_terminal() {
-        let _ = write!(stdout, "\x1b[2J\x1b[H");
-    } else {
-        let _ = writeln!(stdout, "---");
+/// What `--watch` prints: each new answer (ages alone do not make one). On a terminal it
+/// replaces the last; in a pipe they follow one another as `kubectl get -w` does: JSON
+/// objects back to back, YAML documents after `---`, tables after a blank line.
+struct Screen {
+    output: Output,
+    terminal: bool,
+    shown: Option<Explanation>,
+}
+
+impl Screen {
+    fn new(output: Output) -> Self {
+        Screen { output, terminal: std::io::stdout().is_terminal(), shown: None }
     }
-    let _ = write!(stdout, "{text}");
-    let _ = stdout.flush();
+
+    /// Whether anyone still reads: false once the pipe is closed (`| head`).
+    fn show(&mut self, explanation: Explanation) -> anyhow::Result<bool> {
+        if self.shown.as_ref().is_some_and(|shown| shown.same_answer(&explanation)) {
+            return Ok(true);
+        }
+        let text = format(&explanation, self.output)?;
+        let separator = match (self.terminal, self.output, self.shown.is_some()) {
+            (true, _, _) => "\x1b[2J\x1b[H",
+            (false, Output::Yaml, _) => "---\n",
+            (false, Output::Table | Output::Wide, true) => "\n",
+            (false, _, _) => "",
+        };
+        let mut stdout = std::io::stdout().lock();
+        match write!(stdout, "{separator}{text}").and_then(|()| stdout.flush()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(false),
+            Err(e) => return Err(e).context("cannot write to stdout"),
+        }
+        self.shown = Some(explanation);
+        Ok(true)
+    }
 }
 
 /// A running exporter's Service, reached through the API server's service proxy

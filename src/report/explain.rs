@@ -47,6 +47,17 @@ pub struct Explanation {
     pub ineligible: Vec<IneligibleRow>,
 }
 
+impl Explanation {
+    /// The same pods, reasons, keys, managers, fixes and skipped nodes: only ages moved on.
+    /// A watcher redraws when this is false, not each time the clock ticks.
+    pub fn same_answer(&self, other: &Self) -> bool {
+        let same_row = |a: &PodRow, b: &PodRow| PodRow { age_seconds: b.age_seconds, ..a.clone() } == *b;
+        self.ineligible == other.ineligible
+            && self.misscheduled.len() == other.misscheduled.len()
+            && self.misscheduled.iter().zip(&other.misscheduled).all(|(a, b)| same_row(a, b))
+    }
+}
+
 /// Rows for the DaemonSets that match the filters (namespace and name; empty means all).
 pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, now: Timestamp) -> Explanation {
     let mut out = Explanation::default();
@@ -212,5 +223,56 @@ fn table<const N: usize>(out: &mut String, header: [&str; N], rows: &[[String; N
     line(&mut header.iter().copied());
     for row in rows {
         line(&mut row.iter().map(String::as_str));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(pod: &str, age_seconds: i64) -> PodRow {
+        PodRow {
+            namespace: "ns".into(),
+            daemonset: "agent".into(),
+            pod: pod.into(),
+            node: "n1".into(),
+            reason: "taint_added".into(),
+            key: "dedicated".into(),
+            manager: "kubectl-taint".into(),
+            since: "2026-11-23T00:00:00Z".into(),
+            age_seconds,
+            fix: "remove the taint".into(),
+            daemonset_uid: String::new(),
+            pod_uid: String::new(),
+        }
+    }
+
+    fn of(rows: Vec<PodRow>) -> Explanation {
+        Explanation { misscheduled: rows, ineligible: Vec::new() }
+    }
+
+    #[test]
+    fn an_older_answer_is_the_same_answer() {
+        assert!(of(vec![row("a", 5)]).same_answer(&of(vec![row("a", 65)])));
+        assert!(of(vec![]).same_answer(&of(vec![])));
+    }
+
+    #[test]
+    fn any_other_change_is_a_new_answer() {
+        let before = of(vec![row("a", 5)]);
+        assert!(!before.same_answer(&of(vec![])));
+        assert!(!before.same_answer(&of(vec![row("b", 5)])));
+        assert!(!before.same_answer(&of(vec![row("a", 5), row("b", 5)])));
+        assert!(!before.same_answer(&of(vec![PodRow { manager: "other".into(), ..row("a", 5) }])));
+        assert!(!before.same_answer(&of(vec![PodRow { since: "2026-11-23T00:01:00Z".into(), ..row("a", 5) }])));
+        let skipped = IneligibleRow {
+            namespace: "ns".into(),
+            daemonset: "agent".into(),
+            reason: "taint".into(),
+            key: "gpu".into(),
+            nodes: 1,
+        };
+        let with_skips = Explanation { misscheduled: vec![row("a", 5)], ineligible: vec![skipped] };
+        assert!(!before.same_answer(&with_skips));
     }
 }
