@@ -31,10 +31,6 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use synth::Shape;
 
-/// jemalloc (see Cargo.toml); the bench uses the same allocator as the exporter.
-#[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
 struct Options {
     shape: Shape,
     events: usize,

@@ -8,6 +8,7 @@
 //! `model`, `rules`, `k8s` (shapes and conversion) and `index` are pure: no I/O, driven by the
 //! unit tests. `source`, `http` and `publish` are the edges; `main` only wires them.
 
+pub mod allocator;
 pub mod http;
 pub mod index;
 pub mod k8s;

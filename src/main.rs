@@ -24,10 +24,6 @@ use misschedule_exporter::source::watch;
 use misschedule_exporter::telemetry::{Shared, unix_now};
 use tokio::net::TcpListener;
 
-/// jemalloc (see Cargo.toml); the bench uses the same allocator as the exporter.
-#[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
 /// Tells Kubernetes operators why DaemonSet pods are misscheduled: each pod that
 /// counts toward status.numberMisscheduled, with its node, a reason and the label
 /// or taint key behind it, as Prometheus metrics or a table.
