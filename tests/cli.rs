@@ -102,7 +102,8 @@ fn configuration_errors_have_their_own_exit_codes() {
 fn serves_a_snapshot_and_shuts_down_on_sigterm() {
     let mut exporter = support::Exporter::snapshot(&["examples/cluster-autoscaler-drain.json"]);
     let (_, headers, metrics) = http::get_with_headers(exporter.port, "/metrics").unwrap();
-    assert!(headers.contains("content-type: application/openmetrics-text; version=1.0.0"), "{headers}");
+    // No Accept header, as curl sends it: the 0.0.4 text format (Prometheus asks for OpenMetrics).
+    assert!(headers.contains("content-type: text/plain; version=0.0.4"), "{headers}");
     assert!(metrics.contains(
         r#"daemonset_misscheduled_nodes{namespace="monitoring",daemonset="datadog-agent",reason="autoscaler_drain"} 1"#
     ));
@@ -110,7 +111,7 @@ fn serves_a_snapshot_and_shuts_down_on_sigterm() {
         r#"daemonset_misscheduled_nodes{namespace="monitoring",daemonset="datadog-agent",reason="label_drift"} 0"#
     ));
     assert!(metrics.contains(r#"daemonset_eligible_nodes{namespace="monitoring",daemonset="datadog-agent"} 2"#));
-    assert!(metrics.trim_end().ends_with("# EOF"));
+    assert!(metrics.contains("# TYPE misschedule_exporter_watch_events_total counter"), "{metrics}");
     let child = &mut exporter.child;
     let pid = child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());

@@ -357,6 +357,69 @@ fn content_length(response: &[u8]) -> (usize, usize) {
     (length, body_start)
 }
 
+/// (head, body) of `GET /metrics` with `headers`, the body as bytes (it may be gzip).
+fn scrape_with(port: u16, headers: &str) -> (String, Vec<u8>) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(stream, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n").unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let (length, body_start) = content_length(&response);
+    let head = String::from_utf8_lossy(&response[..body_start]).to_ascii_lowercase();
+    assert_eq!(response.len() - body_start, length, "the body is as long as announced");
+    (head, response[body_start..].to_vec())
+}
+
+fn gunzip(body: &[u8]) -> String {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(body).read_to_string(&mut text).expect("a valid gzip body");
+    text
+}
+
+/// The series of the classification: they do not change between scrapes, unlike the self-metrics.
+fn classification(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| l.starts_with("daemonset_")).collect()
+}
+
+#[test]
+fn scrapes_get_the_format_and_encoding_they_ask_for() {
+    let exporter = Exporter::start(&example(), &[]);
+    let port = exporter.port;
+
+    // curl and older scrapers: the 0.0.4 text format.
+    let (head, body) = scrape_with(port, "");
+    let text = String::from_utf8(body).expect("plain text");
+    assert!(head.contains("content-type: text/plain; version=0.0.4; charset=utf-8"), "{head}");
+    assert!(head.contains("vary: accept, accept-encoding"), "{head}");
+    assert!(!head.contains("content-encoding"), "{head}");
+    assert!(text.contains("# TYPE misschedule_exporter_watch_events_total counter\n"), "{text}");
+    assert!(!text.contains("# EOF") && !text.contains("# UNIT"), "{text}");
+
+    // Prometheus: OpenMetrics.
+    let accept = format!("Accept: {}\r\n", http::PROMETHEUS_ACCEPT);
+    let (head, body) = scrape_with(port, &accept);
+    let openmetrics = String::from_utf8(body).expect("plain text");
+    assert!(head.contains("content-type: application/openmetrics-text; version=1.0.0; charset=utf-8"), "{head}");
+    assert!(openmetrics.contains("# TYPE misschedule_exporter_watch_events counter\n"), "{openmetrics}");
+    assert!(openmetrics.ends_with("# EOF\n"));
+    assert!(!classification(&openmetrics).is_empty());
+    assert_eq!(classification(&openmetrics), classification(&text));
+
+    // Either format gzip-compressed, several times from the same cached generation.
+    for (format, plain) in [(accept.as_str(), &openmetrics), ("", &text)] {
+        for _ in 0..3 {
+            let (head, body) = scrape_with(port, &format!("{format}Accept-Encoding: gzip\r\n"));
+            assert!(head.contains("content-encoding: gzip"), "{head}");
+            let unzipped = gunzip(&body);
+            assert_eq!(classification(&unzipped), classification(plain));
+            assert_eq!(unzipped.ends_with("# EOF\n"), plain.ends_with("# EOF\n"));
+            assert!(body.len() * 2 < plain.len(), "{} compressed bytes for {}", body.len(), plain.len());
+        }
+    }
+    let (head, _) = scrape_with(port, "Accept-Encoding: gzip;q=0, br\r\n");
+    assert!(!head.contains("content-encoding"), "{head}");
+}
+
 #[test]
 fn a_client_that_stops_reading_is_cut_off() {
     let dir = temp_dir("stall");
@@ -393,7 +456,8 @@ fn sigterm_lets_an_in_flight_scrape_finish() {
     // Start a scrape far larger than the socket buffers, and read only its first bytes.
     let mut scrape = TcpStream::connect(("127.0.0.1", port)).unwrap();
     scrape.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    scrape.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let request = format!("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAccept: {}\r\n\r\n", http::PROMETHEUS_ACCEPT);
+    scrape.write_all(request.as_bytes()).unwrap();
     let mut head = [0u8; 4096];
     let read = scrape.read(&mut head).unwrap();
     let (content_length, body_start) = content_length(&head[..read]);

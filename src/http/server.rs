@@ -17,7 +17,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -34,10 +34,10 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::http::auth::{self, Authenticator};
-use crate::http::explain;
+use crate::http::{explain, negotiate};
 use crate::http::tls::ReloadingCert;
 use crate::http::token_review::{Decision, TokenReviewer};
-use crate::report::metrics::{self, Exposition};
+use crate::report::metrics::Exposition;
 use crate::telemetry::{CredentialFile, Shared};
 
 /// Connections served at once; further clients wait in the listen backlog. Each holds
@@ -300,15 +300,30 @@ fn render_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
-async fn metrics_handler(State(app): State<AppState>) -> Response {
+async fn metrics_handler(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let Ok(_permit) = app.renderers.clone().acquire_owned().await else {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     };
+    let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    let format = negotiate::format(header(header::ACCEPT));
+    let gzip = negotiate::gzip(header(header::ACCEPT_ENCODING));
     // Rendering takes locks and can take milliseconds at scale: keep it off the async workers.
-    let rendered = tokio::task::spawn_blocking(move || app.exposition.render_parts()).await;
-    match rendered.map_err(|_| std::fmt::Error).and_then(|r| r) {
-        Ok(parts) => ([(header::CONTENT_TYPE, metrics::OPENMETRICS_CONTENT_TYPE)], Body::new(Chunks::from(parts)))
-            .into_response(),
+    let rendered = tokio::task::spawn_blocking(move || app.exposition.body(format, gzip)).await;
+    match rendered {
+        Ok(Ok(chunks)) => {
+            let mut response = Body::new(Chunks::from(chunks)).into_response();
+            let headers = response.headers_mut();
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
+            headers.insert(header::VARY, HeaderValue::from_static("Accept, Accept-Encoding"));
+            if gzip {
+                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            }
+            response
+        }
+        Ok(Err(error)) => {
+            tracing::error!(%error, "cannot render /metrics");
+            (StatusCode::INTERNAL_SERVER_ERROR, "failed to encode metrics\n").into_response()
+        }
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "failed to encode metrics\n").into_response(),
     }
 }
@@ -328,8 +343,8 @@ async fn ready_handler(State(app): State<AppState>) -> Response {
 /// Content-Length and the cached text is never copied.
 struct Chunks(VecDeque<Bytes>);
 
-impl<const N: usize> From<[Bytes; N]> for Chunks {
-    fn from(parts: [Bytes; N]) -> Self {
+impl From<Vec<Bytes>> for Chunks {
+    fn from(parts: Vec<Bytes>) -> Self {
         Self(parts.into_iter().filter(|b| !b.is_empty()).collect())
     }
 }

@@ -16,10 +16,10 @@ use prometheus_client::registry::Registry;
 
 use crate::index::{MisscheduledPod, Resource, nodes_by_reason};
 use crate::model::DaemonSet;
+use crate::report::format::{Format, openmetrics_to_text};
+use crate::report::gzip::{self, Deflated, DeflateError};
 use crate::rules::reason::Reason;
 use crate::telemetry::Shared;
-
-pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// What `/metrics` serves: the classification, rendered once per index generation
 /// and reused until the index changes (a scrape of 200,000 pods would otherwise
@@ -30,9 +30,33 @@ pub struct Exposition {
     classification: Registry,
     telemetry: Registry,
     rendered_generation: Arc<AtomicU64>,
-    /// Shared by every response body that is still being sent, so a slow reader costs a
-    /// reference, not a copy of the text.
-    cache: Mutex<Option<(u64, Bytes)>>,
+    cache: Mutex<Option<Rendered>>,
+}
+
+/// One generation's classification, in each form some scrape has asked for. The pieces are
+/// shared by every response body still being sent, so a slow reader costs a reference.
+#[derive(Debug)]
+struct Rendered {
+    generation: u64,
+    openmetrics: Bytes,
+    text: Option<Bytes>,
+    /// Indexed by `slot(format)`; compressed only once a scraper asks for gzip.
+    gzip: [Option<Deflated>; 2],
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("encoding the metrics failed")]
+    Encode(#[from] fmt::Error),
+    #[error(transparent)]
+    Compress(#[from] DeflateError),
+}
+
+fn slot(format: Format) -> usize {
+    match format {
+        Format::OpenMetrics => 0,
+        Format::Text => 1,
+    }
 }
 
 impl Exposition {
@@ -49,41 +73,69 @@ impl Exposition {
         Self { shared, classification, telemetry, rendered_generation, cache: Mutex::new(None) }
     }
 
-    /// OpenMetrics text of everything, in two pieces to send one after the other: the
-    /// cached classification and the self-metrics (which end with `# EOF`).
-    pub fn render_parts(&self) -> Result<[Bytes; 2], fmt::Error> {
-        let classification = self.classification_text()?;
+    /// The body of a scrape, as chunks to send in order: the cached classification, then
+    /// the self-metrics, in `format`; with `gzip`, one gzip member of both.
+    pub fn body(&self, format: Format, gzip: bool) -> Result<Vec<Bytes>, RenderError> {
         let mut telemetry = String::with_capacity(8 * 1024);
         prometheus_client::encoding::text::encode(&mut telemetry, &self.telemetry)?;
-        Ok([classification, Bytes::from(telemetry)])
+        if format == Format::Text {
+            telemetry = openmetrics_to_text(&telemetry);
+        }
+        // One renderer at a time; the others wait and reuse its result.
+        let mut cache = self.cache.lock();
+        let rendered = self.current(&mut cache)?;
+        if !gzip {
+            let classification = match format {
+                Format::OpenMetrics => rendered.openmetrics.clone(),
+                Format::Text => text_of(rendered)?.clone(),
+            };
+            return Ok(vec![classification, Bytes::from(telemetry)]);
+        }
+        let compressed = match rendered.gzip[slot(format)].take() {
+            Some(compressed) => compressed,
+            None => match format {
+                Format::OpenMetrics => Deflated::leading(&rendered.openmetrics)?,
+                Format::Text => Deflated::leading(text_of(rendered)?)?,
+            },
+        };
+        let classification = rendered.gzip[slot(format)].insert(compressed).clone();
+        drop(cache);
+        Ok(gzip::member(&[&classification], &Deflated::last(telemetry.as_bytes())?))
     }
 
     /// OpenMetrics text of everything, as one string.
-    pub fn render(&self) -> Result<String, fmt::Error> {
-        let [classification, telemetry] = self.render_parts()?;
-        let mut out = String::with_capacity(classification.len() + telemetry.len());
-        // Both parts were encoded from `String`s.
-        out.push_str(std::str::from_utf8(&classification).map_err(|_| fmt::Error)?);
-        out.push_str(std::str::from_utf8(&telemetry).map_err(|_| fmt::Error)?);
+    pub fn render(&self) -> Result<String, RenderError> {
+        let chunks = self.body(Format::OpenMetrics, false)?;
+        let mut out = String::with_capacity(chunks.iter().map(Bytes::len).sum());
+        for chunk in chunks {
+            // Both parts were encoded from `String`s.
+            out.push_str(std::str::from_utf8(&chunk).map_err(|_| fmt::Error)?);
+        }
         Ok(out)
     }
 
-    fn classification_text(&self) -> Result<Bytes, fmt::Error> {
-        // One renderer at a time; the others wait and reuse its result.
-        let mut cache = self.cache.lock();
+    /// The classification of the index's current generation, rendered if it is not yet.
+    fn current<'c>(&self, cache: &'c mut Option<Rendered>) -> Result<&'c mut Rendered, fmt::Error> {
         let current = self.shared.read().generation();
-        if let Some((generation, text)) = cache.as_ref()
-            && *generation == current
-        {
-            return Ok(text.clone());
+        if cache.as_ref().is_none_or(|rendered| rendered.generation != current) {
+            let mut text = String::with_capacity(cache.as_ref().map_or(64 * 1024, |r| r.openmetrics.len() + 4096));
+            prometheus_client::encoding::text::encode_registry(&mut text, &self.classification)?;
+            // The collector saw the generation it actually rendered, which may be newer than `current`.
+            let generation = self.rendered_generation.load(Ordering::Acquire);
+            *cache = Some(Rendered { generation, openmetrics: Bytes::from(text), text: None, gzip: [None, None] });
         }
-        let mut text = String::with_capacity(cache.as_ref().map_or(64 * 1024, |(_, t)| t.len() + 4096));
-        prometheus_client::encoding::text::encode_registry(&mut text, &self.classification)?;
-        let text = Bytes::from(text);
-        // The collector saw the generation it actually rendered, which may be newer than `current`.
-        *cache = Some((self.rendered_generation.load(Ordering::Acquire), text.clone()));
-        Ok(text)
+        cache.as_mut().ok_or(fmt::Error)
     }
+}
+
+/// The classification in the 0.0.4 text format, converted on first use.
+fn text_of(rendered: &mut Rendered) -> Result<&Bytes, fmt::Error> {
+    if rendered.text.is_none() {
+        // Encoded from a `String`, so always UTF-8.
+        let openmetrics = std::str::from_utf8(&rendered.openmetrics).map_err(|_| fmt::Error)?;
+        rendered.text = Some(Bytes::from(openmetrics_to_text(openmetrics)));
+    }
+    rendered.text.as_ref().ok_or(fmt::Error)
 }
 
 /// The `daemonset_*` families, read from the index at render time.

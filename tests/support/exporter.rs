@@ -72,8 +72,9 @@ impl Exporter {
         http::get(self.port, path)
     }
 
+    /// `/metrics` in OpenMetrics, as Prometheus gets it.
     pub fn metrics(&self) -> String {
-        self.get("/metrics").map(|(_, body)| body).unwrap_or_default()
+        http::scrape(self.port).map(|(_, body)| body).unwrap_or_default()
     }
 }
 

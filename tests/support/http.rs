@@ -9,6 +9,14 @@ pub fn request(port: u16, method: &str, path: &str, body: Option<&str>) -> Optio
     exchange(port, method, path, "", body).map(|(status, _head, body)| (status, body))
 }
 
+/// What Prometheus sends in `Accept`: OpenMetrics first.
+pub const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// (status, body) of `GET /metrics` as Prometheus asks for it (OpenMetrics; uncompressed).
+pub fn scrape(port: u16) -> Option<(u16, String)> {
+    exchange(port, "GET", "/metrics", &format!("Accept: {PROMETHEUS_ACCEPT}\r\n"), None).map(|(status, _head, body)| (status, body))
+}
+
 /// (status, headers, body) of a GET.
 pub fn get_with_headers(port: u16, path: &str) -> Option<(u16, String, String)> {
     exchange(port, "GET", path, "", None)
