@@ -94,6 +94,19 @@ struct Source {
     /// timeout that a proxy or load balancer in front of the API server enforces.
     #[arg(long, env = "MISSCHEDULE_WATCH_TIMEOUT_SECONDS", default_value_t = 290, value_parser = clap::value_parser!(u32).range(1..=290), global = true)]
     watch_timeout_seconds: u32,
+
+    /// Serve the initial lists and relists from the API server's watch cache
+    /// (resourceVersion=0) instead of reading them through to etcd, as kube-state-metrics'
+    /// flag of the same name does: far cheaper for the API server and etcd in a large
+    /// cluster, but a list may trail etcd by a moment (the watch then catches up). The
+    /// cache answers each list in one piece, so --list-page-size does not apply.
+    #[arg(long, env = "MISSCHEDULE_USE_APISERVER_CACHE", conflicts_with = "list_page_size")]
+    use_apiserver_cache: bool,
+
+    /// Objects per page of the initial lists and relists from etcd (limit/continue).
+    /// Larger pages mean fewer round trips and more memory held at once.
+    #[arg(long, env = "MISSCHEDULE_LIST_PAGE_SIZE", default_value_t = watch::DEFAULT_PAGE_SIZE, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    list_page_size: u32,
 }
 
 /// Who may read /metrics, and over what. The probes stay open and plain.
@@ -236,6 +249,8 @@ async fn run(cli: Cli) -> Outcome {
             namespaces: source.namespace.clone(),
             pod_selector: source.pod_selector.clone(),
             timeout_seconds: source.watch_timeout_seconds,
+            page_size: source.list_page_size,
+            from_apiserver_cache: source.use_apiserver_cache,
         };
         watches = Some(watch::spawn_all(client, &config, shared.clone()));
         shared

@@ -151,6 +151,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         namespaces: filter.namespace.iter().cloned().collect(),
         pod_selector: cli.pod_selector.clone(),
         timeout_seconds: 290,
+        page_size: watch::DEFAULT_PAGE_SIZE,
+        from_apiserver_cache: false,
     };
     let _watches = watch::spawn_all(client, &config, shared.clone());
     let mut screen = Screen::new(cli.output);

@@ -9,9 +9,7 @@ use serde::de::DeserializeOwned;
 use crate::index::{Index, Indexed};
 use crate::k8s::convert::ConvertError;
 use crate::k8s::slim::{SlimNode, SlimPod};
-
-/// Objects per page: the watcher's default.
-const PAGE: u32 = 500;
+use crate::source::watch::DEFAULT_PAGE_SIZE;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ListError {
@@ -49,7 +47,7 @@ async fn all<K>(api: &Api<K>, resource: &'static str, params: &ListParams) -> Re
 where
     K: Indexed + Clone + DeserializeOwned + std::fmt::Debug,
 {
-    let mut params = params.clone().limit(PAGE);
+    let mut params = params.clone().limit(DEFAULT_PAGE_SIZE);
     let mut items = Vec::new();
     loop {
         let page = api.list(&params).await.map_err(|source| ListError::Api { resource, source })?;

@@ -17,6 +17,9 @@ use tokio::task::JoinSet;
 use crate::index::Indexed;
 use crate::telemetry::{EventType, Shared, UNHEALTHY_AFTER_ERROR, unix_now};
 
+/// Objects per list page unless configured: kube's watcher default.
+pub const DEFAULT_PAGE_SIZE: u32 = 500;
+
 /// What to watch.
 #[derive(Clone, Debug)]
 pub struct WatchConfig {
@@ -26,12 +29,23 @@ pub struct WatchConfig {
     pub pod_selector: String,
     /// Seconds before the API server ends each watch call and it is resumed.
     pub timeout_seconds: u32,
+    /// Objects per page of a list (`limit`/`continue`) from etcd.
+    pub page_size: u32,
+    /// List from the API server's watch cache (`resourceVersion=0`, in one piece) instead of
+    /// a quorum read from etcd: cheaper for both, but the list may trail etcd by a moment
+    /// (the watch then catches up).
+    pub from_apiserver_cache: bool,
 }
 
 /// Start every watch. The tasks run until the set is dropped.
 pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    let base = watcher::Config::default().timeout(config.timeout_seconds);
+    let mut base = watcher::Config::default().timeout(config.timeout_seconds).page_size(config.page_size);
+    if config.from_apiserver_cache {
+        // kube sends resourceVersion=0 only on an unpaged list: the cache answers in one piece.
+        base = base.any_semantic();
+        base.page_size = None;
+    }
     tasks.spawn(run::<SlimNode>(Api::all(client.clone()), base.clone(), None, shared.clone()));
     let scopes: Vec<Option<String>> =
         if config.namespaces.is_empty() { vec![None] } else { config.namespaces.iter().cloned().map(Some).collect() };

@@ -1,0 +1,115 @@
+//! How the exporter lists, as the API server's audit log records it: in pages of
+//! `--list-page-size`, and with `--use-apiserver-cache` from the watch cache
+//! (`resourceVersion=0`) instead of etcd. Either way it ends up with the same answer.
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use kube::api::PostParams;
+use serde_json::{Value, json};
+use support::Exporter;
+use support::cluster::{Cluster, ControlPlane, NS, READ, grant_exporter};
+
+const NODES: usize = 7;
+
+/// Metadata of every list request, none of anything else.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+  verbs: [list]
+- level: None
+";
+
+/// The request URIs of the exporter's node lists in audit log lines `from` onwards.
+fn node_lists(audit_log: &Path, from: usize) -> Vec<String> {
+    let text = std::fs::read_to_string(audit_log).unwrap_or_default();
+    text.lines()
+        .skip(from)
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| e["user"]["username"] == "misschedule-exporter" && e["objectRef"]["resource"] == "nodes")
+        .filter_map(|e| e["requestURI"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+async fn until_ready(exporter: &Exporter) {
+    let started = Instant::now();
+    while !exporter.ready() {
+        assert!(started.elapsed() < Duration::from_secs(30), "exporter never ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What the exporter knows: its eligible-node count and how many nodes it holds.
+fn answer(exporter: &Exporter) -> (Option<f64>, Option<f64>) {
+    (
+        exporter.sample(&format!("daemonset_eligible_nodes{{namespace=\"{NS}\",daemonset=\"agent\"}}")),
+        exporter.sample("misschedule_exporter_cache_objects{resource=\"nodes\"}"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the control plane: scripts/test.sh runs it"]
+async fn lists_are_paged_and_can_come_from_the_watch_cache() {
+    let dir = std::env::temp_dir().join(format!("misschedule-listing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = dir.join("audit-policy.yaml");
+    let audit_log = dir.join("audit.log");
+    std::fs::write(&policy, AUDIT_POLICY).unwrap();
+    let cp = ControlPlane::start_with(
+        "listing",
+        &format!("--audit-policy-file={} --audit-log-path={}", policy.display(), audit_log.display()),
+    );
+    let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
+    grant_exporter(&admin, &READ).await;
+    let pp = PostParams::default();
+    Api::<Namespace>::all(admin.client.clone())
+        .create(&pp, &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap())
+        .await
+        .unwrap();
+    for i in 0..NODES {
+        admin.nodes.create(&pp, &serde_json::from_value(json!({"metadata": {"name": format!("n{i}")}})).unwrap()).await.unwrap();
+    }
+    let ds = serde_json::from_value(json!({
+        "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                 "template": {"metadata": {"labels": {"app": "agent"}},
+                              "spec": {"containers": [{"name": "agent", "image": "registry.example/agent:1"}]}}}
+    }))
+    .unwrap();
+    admin.daemonsets.create(&pp, &ds).await.unwrap();
+    let expected = (Some(NODES as f64), Some(NODES as f64));
+
+    // Pages of two: seven nodes take four requests, chained by continue tokens, read from etcd.
+    let from = lines(&audit_log);
+    let paged = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--list-page-size", "2"], &cp.dir.join("paged.log"));
+    until_ready(&paged).await;
+    assert_eq!(answer(&paged), expected);
+    let uris = node_lists(&audit_log, from);
+    assert_eq!(uris.len(), NODES.div_ceil(2), "{uris:#?}");
+    assert!(uris.iter().all(|u| u.contains("limit=2") && !u.contains("resourceVersion=")), "{uris:#?}");
+    assert_eq!(uris.iter().filter(|u| u.contains("continue=")).count(), NODES.div_ceil(2) - 1, "{uris:#?}");
+    drop(paged);
+
+    // From the watch cache: resourceVersion=0, not older than that; same answer.
+    let from = lines(&audit_log);
+    let cached = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--use-apiserver-cache"], &cp.dir.join("cached.log"));
+    until_ready(&cached).await;
+    assert_eq!(answer(&cached), expected);
+    let uris = node_lists(&audit_log, from);
+    assert!(!uris.is_empty());
+    assert!(
+        uris.iter().all(|u| u.contains("resourceVersion=0") && u.contains("resourceVersionMatch=NotOlderThan")),
+        "{uris:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
