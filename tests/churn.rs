@@ -119,10 +119,13 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted.get(((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1))).copied().unwrap_or_default()
 }
 
-/// How far above a fresh exporter's RSS a churned one may settle. Measured: 1.10–1.14 after
-/// 60 s of churn and 1.14 after 180 s: an offset that barely grows with the churn, not a leak
-/// (neither one arena nor no thread caches removed it).
-const ABOVE_FRESH: f64 = 1.2;
+/// How far above a fresh exporter's RSS a churned one may settle, in KiB. What is left is
+/// bounded, not growth: about 4.5 MiB of allocator slabs the churn left partly used, the same
+/// at 4,000 and 20,000 pods (neither one arena nor no thread caches removed it), plus the
+/// Event recorder's cache of the Events it sent in the last 6 minutes (at most ~720 at the
+/// rate limit; the fresh exporter has sent none). Measured: +4.5 MiB after 60 s of churn,
+/// +5.1 after 180 s, +6.2 after 600 s.
+const ABOVE_FRESH_KIB: u64 = 8 * 1024;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the control plane: scripts/test.sh runs it"]
@@ -311,7 +314,7 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
     let rss_fresh = rss_kib(fresh.child.id());
     let started = Instant::now();
     let mut rss_after = rss_kib(pid);
-    while rss_after as f64 > rss_fresh as f64 * ABOVE_FRESH && started.elapsed() < Duration::from_secs(30) {
+    while rss_after > rss_fresh + ABOVE_FRESH_KIB && started.elapsed() < Duration::from_secs(30) {
         tokio::time::sleep(Duration::from_secs(1)).await;
         rss_after = rss_kib(pid);
     }
@@ -329,7 +332,7 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
              | measure | result | target |\n|---|---|---|\n\
              | scrapes (errors) | {} ({errors}) | 0 errors |\n\
              | scrape p50 / p99 / max | {} / {} / {} | bounded |\n\
-             | RSS post-sync (whole process ÷ pods) / max under load / after / a fresh exporter | {} ({:.0} B) / {} / {} / {} | after ≤ 1.2 × fresh |\n\
+             | RSS post-sync (whole process ÷ pods) / max under load / after / a fresh exporter | {} ({:.0} B) / {} / {} / {} | after ≤ fresh + 8 MiB |\n\
              | taint-to-metric, 5 taints: median / max | {:.1} ms / {:.1} ms | ≤ 1 s |\n\
              | resettled after churn | {:.1} s | |\n\
              | Events written (`--events`) / allowed by the rate limit | {event_writes} ({event_objects} objects) / {allowed} | ≤ limit, one per transition |\n\
@@ -357,7 +360,7 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
     assert!(latencies_ms[4] < 1000.0, "taint-to-metric latency {latencies_ms:?} ms");
     assert!(p99 < Duration::from_secs(2), "scrape p99 {p99:?} is not bounded");
     assert!(
-        rss_after as f64 <= rss_fresh as f64 * ABOVE_FRESH,
-        "RSS {rss_after} KiB after the churn is more than {ABOVE_FRESH} × a fresh exporter's {rss_fresh} KiB"
+        rss_after <= rss_fresh + ABOVE_FRESH_KIB,
+        "RSS {rss_after} KiB after the churn is more than {ABOVE_FRESH_KIB} KiB above a fresh exporter's {rss_fresh} KiB"
     );
 }
