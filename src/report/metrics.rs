@@ -84,21 +84,17 @@ impl Exposition {
         // One renderer at a time; the others wait and reuse its result.
         let mut cache = self.cache.lock();
         let rendered = self.current(&mut cache)?;
+        let classification = match format {
+            Format::OpenMetrics => rendered.openmetrics.clone(),
+            Format::Text => text_of(rendered)?.clone(),
+        };
         if !gzip {
-            let classification = match format {
-                Format::OpenMetrics => rendered.openmetrics.clone(),
-                Format::Text => text_of(rendered)?.clone(),
-            };
             return Ok(vec![classification, Bytes::from(telemetry)]);
         }
-        let compressed = match rendered.gzip[slot(format)].take() {
-            Some(compressed) => compressed,
-            None => match format {
-                Format::OpenMetrics => Deflated::leading(&rendered.openmetrics)?,
-                Format::Text => Deflated::leading(text_of(rendered)?)?,
-            },
+        let classification = match &mut rendered.gzip[slot(format)] {
+            Some(compressed) => compressed.clone(),
+            empty => empty.insert(Deflated::leading(&classification)?).clone(),
         };
-        let classification = rendered.gzip[slot(format)].insert(compressed).clone();
         drop(cache);
         Ok(gzip::member(&[&classification], &Deflated::last(telemetry.as_bytes())?))
     }
