@@ -190,7 +190,12 @@ impl KeepAliveScraper {
 }
 
 /// 8 (or `scrapers`) clients scraping for `duration`: sorted latencies and one body's size.
-fn under_load<S>(scrapers: usize, duration: Duration, connect: impl Fn() -> S + Sync, scrape: fn(&mut S) -> (Duration, usize)) -> (Vec<Duration>, usize) {
+fn under_load<S>(
+    scrapers: usize,
+    duration: Duration,
+    connect: impl Fn() -> S + Sync,
+    scrape: fn(&mut S) -> (Duration, usize),
+) -> (Vec<Duration>, usize) {
     let stop = AtomicBool::new(false);
     let results: Vec<(Vec<Duration>, usize)> = std::thread::scope(|scope| {
         let clients: Vec<_> = (0..scrapers)
@@ -344,7 +349,12 @@ fn main() {
     });
     rows.push(Row {
         what: "GET /metrics gzip p99 (8 keep-alive scrapers)",
-        measured: format!("{:.2} ms ({} scrapes, {} KiB each)", p99.as_secs_f64() * 1e3, latencies.len(), gzip_size / 1024),
+        measured: format!(
+            "{:.2} ms ({} scrapes, {} KiB each)",
+            p99.as_secs_f64() * 1e3,
+            latencies.len(),
+            gzip_size / 1024
+        ),
         target: "≤ 5 ms",
         met: Some(p99 <= Duration::from_millis(5)),
     });

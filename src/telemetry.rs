@@ -2,11 +2,12 @@
 //! reloads, the shared index behind one lock, and the one clock. The watchers and the HTTP
 //! edge write here; `report::metrics` exposes it.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use kube::runtime::watcher::Event;
-use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -27,10 +28,46 @@ pub fn unix_now() -> Timestamp {
     unix_ms() / 1000
 }
 
-/// A watch counts as failing until it has gone this long without an error. The watchers'
-/// longest retry backoff is shorter (they assert it), so a watch that keeps failing never
-/// looks healthy between attempts (a relist can complete, then the watch call is refused again).
-pub const UNHEALTHY_AFTER_ERROR: Duration = Duration::from_secs(7);
+/// After a failure, a watch counts as failing until it has run this long after a completed
+/// relist. The state does not expire by itself, so no retry backoff, however long, can
+/// turn a watch that keeps failing green between attempts.
+pub const HEALTHY_AFTER_CLEAN: Duration = Duration::from_secs(5);
+
+/// One watch's health (a resource has one watch per namespace when scoped), written by its
+/// task alone through `Telemetry`.
+#[derive(Debug)]
+pub struct WatchHealth {
+    resource: Resource,
+    /// 0: no failure yet. `FAILING`: failed, and no list has completed since. Otherwise the
+    /// unix milliseconds at which the first list after the last failure completed.
+    clean_since_ms: AtomicI64,
+}
+
+const FAILING: i64 = -1;
+
+impl WatchHealth {
+    pub fn new(resource: Resource) -> Self {
+        Self { resource, clean_since_ms: AtomicI64::new(0) }
+    }
+
+    fn failed(&self) {
+        self.clean_since_ms.store(FAILING, Ordering::Relaxed);
+    }
+
+    /// A list completed: a failing watch starts proving itself (a later expiry's relist does
+    /// not restart the proof).
+    fn listed(&self, now_ms: i64) {
+        let _ = self.clean_since_ms.compare_exchange(FAILING, now_ms, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    fn healthy_at(&self, now_ms: i64) -> bool {
+        match self.clean_since_ms.load(Ordering::Relaxed) {
+            0 => true,
+            FAILING => false,
+            since => now_ms - since >= HEALTHY_AFTER_CLEAN.as_millis() as i64,
+        }
+    }
+}
 
 /// A watch event's kind, as the `type` label of `misschedule_exporter_watch_events_total` spells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,8 +183,8 @@ pub struct Telemetry {
     /// 1 while the files on disk are unusable and the previous credentials serve.
     pub reload_failing: Family<FileLabels, Gauge>,
     pub kube_events: Family<KubeEventLabels, Counter>,
-    /// When each resource's watch last failed (unix milliseconds; 0 = never).
-    last_error_ms: [AtomicI64; 4],
+    /// Every watch, by resource.
+    watches: [Mutex<Vec<Arc<WatchHealth>>>; 4],
     last_event: [AtomicI64; 4],
 }
 
@@ -167,7 +204,7 @@ impl Default for Telemetry {
             reloads: Family::default(),
             reload_failing: Family::default(),
             kube_events: Family::default(),
-            last_error_ms: std::array::from_fn(|_| AtomicI64::new(0)),
+            watches: std::array::from_fn(|_| Mutex::new(Vec::new())),
             last_event: std::array::from_fn(|_| AtomicI64::new(0)),
         };
         // Counters exist at zero from the start, so rate() and alerts see "none yet", not "no data".
@@ -195,18 +232,29 @@ impl Default for Telemetry {
 }
 
 impl Telemetry {
-    pub fn record_event(&self, resource: Resource, kind: EventType, now: Timestamp) {
+    /// A new watch of `resource`, healthy until it fails; readiness reads every watch.
+    pub fn watch(&self, resource: Resource) -> Arc<WatchHealth> {
+        let health = Arc::new(WatchHealth::new(resource));
+        self.watches[resource as usize].lock().push(health.clone());
+        health
+    }
+
+    pub fn record_event(&self, watch: &WatchHealth, kind: EventType, now_ms: i64) {
+        let resource = watch.resource;
         self.watch_events.get_or_create(&EventLabels { resource: resource.as_str(), r#type: kind.as_str() }).inc();
-        self.last_event[resource as usize].store(now, Ordering::Relaxed);
+        self.last_event[resource as usize].store(now_ms / 1000, Ordering::Relaxed);
+        if kind == EventType::InitDone {
+            watch.listed(now_ms);
+        }
     }
 
-    pub fn record_error(&self, resource: Resource) {
-        self.watch_errors.get_or_create(&resource_labels(resource)).inc();
-        self.last_error_ms[resource as usize].store(unix_ms(), Ordering::Relaxed);
+    pub fn record_error(&self, watch: &WatchHealth) {
+        self.watch_errors.get_or_create(&resource_labels(watch.resource)).inc();
+        watch.failed();
     }
 
-    pub fn record_expiry(&self, resource: Resource) {
-        self.watch_expiries.get_or_create(&resource_labels(resource)).inc();
+    pub fn record_expiry(&self, watch: &WatchHealth) {
+        self.watch_expiries.get_or_create(&resource_labels(watch.resource)).inc();
     }
 
     pub fn record_invalid(&self, resource: Resource) {
@@ -223,10 +271,10 @@ impl Telemetry {
         self.kube_events.get_or_create(&KubeEventLabels { result: result.as_str() }).inc();
     }
 
-    /// No watch error within `UNHEALTHY_AFTER_ERROR`.
+    /// Every watch of the resource is healthy (see `HEALTHY_AFTER_CLEAN`); true without any.
     pub fn healthy(&self, resource: Resource) -> bool {
-        let last_error = self.last_error_ms[resource as usize].load(Ordering::Relaxed);
-        last_error == 0 || unix_ms() - last_error > UNHEALTHY_AFTER_ERROR.as_millis() as i64
+        let now_ms = unix_ms();
+        self.watches[resource as usize].lock().iter().all(|w| w.healthy_at(now_ms))
     }
 
     /// Registers the counters, histograms and reload gauges; the gauges read from the index
@@ -311,5 +359,62 @@ impl Shared {
     pub fn not_ready(&self) -> Vec<Resource> {
         let index = self.read();
         Resource::ALL.into_iter().filter(|&r| !index.is_synced(r) || !self.telemetry.healthy(r)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLEAN_MS: i64 = HEALTHY_AFTER_CLEAN.as_millis() as i64;
+
+    #[test]
+    fn a_watch_is_healthy_until_it_fails() {
+        let watch = WatchHealth::new(Resource::Pods);
+        assert!(watch.healthy_at(1_000));
+        watch.listed(1_000);
+        assert!(watch.healthy_at(1_001), "a first list has nothing to prove");
+    }
+
+    #[test]
+    fn a_failed_watch_stays_failing_through_any_backoff() {
+        let watch = WatchHealth::new(Resource::Pods);
+        watch.failed();
+        assert!(!watch.healthy_at(1_000));
+        assert!(!watch.healthy_at(i64::MAX), "no time window turns it green");
+    }
+
+    #[test]
+    fn a_failed_watch_recovers_once_clean_for_long_enough_after_its_list() {
+        let watch = WatchHealth::new(Resource::Pods);
+        watch.failed();
+        watch.listed(10_000);
+        assert!(!watch.healthy_at(10_000));
+        assert!(!watch.healthy_at(10_000 + CLEAN_MS - 1));
+        assert!(watch.healthy_at(10_000 + CLEAN_MS));
+        // A later relist (an expiry) does not restart the proof...
+        watch.listed(10_000 + CLEAN_MS);
+        assert!(watch.healthy_at(10_000 + CLEAN_MS));
+        // ...but a failure does, however long the watch had been clean.
+        watch.failed();
+        assert!(!watch.healthy_at(10_000 + 10 * CLEAN_MS));
+        watch.listed(20_000 * CLEAN_MS);
+        assert!(!watch.healthy_at(20_000 * CLEAN_MS + 1));
+    }
+
+    #[test]
+    fn a_resource_is_healthy_only_when_every_namespace_watch_is() {
+        let telemetry = Telemetry::default();
+        assert!(telemetry.healthy(Resource::Pods), "no watch at all (snapshot mode)");
+        let a = telemetry.watch(Resource::Pods);
+        let b = telemetry.watch(Resource::Pods);
+        telemetry.record_error(&a);
+        // Another namespace's relist proves nothing about this one.
+        telemetry.record_event(&b, EventType::InitDone, unix_ms() - 2 * CLEAN_MS);
+        assert!(!telemetry.healthy(Resource::Pods));
+        assert!(telemetry.healthy(Resource::Nodes));
+        telemetry.record_event(&a, EventType::InitDone, unix_ms() - 2 * CLEAN_MS);
+        assert!(telemetry.healthy(Resource::Pods));
+        assert_eq!(telemetry.watch_errors.get_or_create(&resource_labels(Resource::Pods)).get(), 1);
     }
 }

@@ -515,8 +515,11 @@ struct PluginWatch {
 
 impl PluginWatch {
     fn start(kubeconfig: &str) -> Self {
-        let mut child =
-            kubectl_plugin(kubeconfig).args(["-n", NS, "-o", "json", "--watch"]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut child = kubectl_plugin(kubeconfig)
+            .args(["-n", NS, "-o", "json", "--watch"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
         let stdout = child.stdout.take().unwrap();
         let answers = Arc::new(Mutex::new(Vec::new()));
         let sink = answers.clone();

@@ -15,6 +15,7 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use misschedule_exporter::index::Resource;
+use misschedule_exporter::telemetry::HEALTHY_AFTER_CLEAN;
 use serde_json::{Value, json};
 use support::cluster::*;
 use support::http;
@@ -78,8 +79,19 @@ async fn apiserver_outage_serves_last_state_and_recovers() {
     let metrics = exporter.metrics();
     assert_eq!(reported_rows(&metrics), drain("n1"), "last known state while down");
     assert!(metrics.contains("misschedule_exporter_watch_healthy{resource=\"nodes\"} 0"), "staleness not visible");
+    // Down for 20 s: never ready, and the lists that fail at once are retried with the
+    // short cap (0.5, 1, 2, 4, then every 5 s), neither in a hot loop nor given up.
+    let errors = "misschedule_exporter_watch_errors_total{resource=\"nodes\"}";
+    let errors_before = exporter.sample(errors).unwrap();
+    let window = Instant::now();
+    while killed.elapsed() < Duration::from_secs(20) {
+        assert!(!exporter.ready(), "ready while the API server is down");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let retried = exporter.sample(errors).unwrap() - errors_before;
+    println!("{retried} failed node lists in {:?} of outage", window.elapsed());
+    assert!((2.0..=9.0).contains(&retried), "{retried} failed lists in {:?}", window.elapsed());
     assert!(exporter.child.try_wait().unwrap().is_none(), "the exporter exited");
-    tokio::time::sleep(Duration::from_secs(20).saturating_sub(killed.elapsed())).await;
 
     assert!(cp.script("start-apiserver").success());
     let back = Instant::now();
@@ -92,13 +104,18 @@ async fn apiserver_outage_serves_last_state_and_recovers() {
     let expected: BTreeSet<_> = [("agent".into(), "n2".into(), "taint_added".into(), "dedicated".into())].into();
     // The exporter's own answer within 10 s; the controller-manager reconnects on its own
     // backoff, so parity with its status is checked next, on the usual step timeout.
-    let resynced =
-        wait_for("exporter resynced", Duration::from_secs(10), || reported_rows(&exporter.metrics()) == expected).await;
+    // Not ready before a relist has been watched cleanly for HEALTHY_AFTER_CLEAN.
+    let resynced = wait_for("exporter resynced", Duration::from_secs(10), || {
+        let too_soon = back.elapsed() + Duration::from_millis(300) < HEALTHY_AFTER_CLEAN;
+        assert!(!(too_soon && exporter.ready()), "ready {:?} after the API server returned", back.elapsed());
+        reported_rows(&exporter.metrics()) == expected
+    })
+    .await;
     println!("exporter shows the post-outage state {resynced:?} after the API server returned");
     expect(&admin, &exporter, "after the outage", expected).await;
     let matched = back.elapsed();
     println!("metrics match the controller's status {matched:?} after the API server returned");
-    let ready = wait_for("ready again", Duration::from_secs(15), || exporter.ready()).await;
+    let ready = wait_for("ready again", Duration::from_secs(20), || exporter.ready()).await;
     println!("ready again {:?} after the API server returned", back.elapsed().min(matched + ready));
 }
 
@@ -113,29 +130,57 @@ async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
     let mut exporter = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--events"], &log);
     wait_for("serving", Duration::from_secs(30), || exporter.get("/healthz").is_some()).await;
 
-    // For 10 s: never ready, still alive, retrying with backoff rather than in a hot loop.
+    // For 25 s: never ready, still alive, and relisting ever less often. Each attempt lists
+    // fine and is refused the watch, so each costs a full relist: the delays double past the
+    // 5 s cap of failing lists, and readiness stays red through gaps longer than its 5 s
+    // clean period.
+    let errors = "misschedule_exporter_watch_errors_total{resource=\"pods\"}";
     let watching = Instant::now();
-    while watching.elapsed() < Duration::from_secs(10) {
+    let mut failed_at = Vec::new();
+    let mut count = 0.0;
+    while watching.elapsed() < Duration::from_secs(25) {
         assert!(!exporter.ready(), "ready without permission to watch pods");
+        let now = exporter.sample(errors).unwrap_or(count);
+        if now > count {
+            count = now;
+            failed_at.push(watching.elapsed());
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(exporter.child.try_wait().unwrap().is_none(), "the exporter exited");
-    let errors = exporter.sample("misschedule_exporter_watch_errors_total{resource=\"pods\"}").unwrap();
-    assert!((2.0..=12.0).contains(&errors), "{errors} watch errors in 10 s: not a backoff");
+    let gaps: Vec<Duration> = failed_at.windows(2).map(|w| w[1] - w[0]).collect();
+    println!("{count} pod watch errors in 25 s; gaps between them: {gaps:?}");
+    assert!((4.0..=7.0).contains(&count), "{count} watch errors in 25 s: expected 0.5, 1, 2, 4, 8 s apart");
+    let slack = Duration::from_millis(300);
+    assert!(gaps.windows(2).all(|w| w[1] + slack >= w[0]), "the delays shrank: {gaps:?}");
+    assert!(gaps.last().is_some_and(|g| *g >= Duration::from_secs(7)), "never backed off beyond 5 s: {gaps:?}");
     assert_eq!(exporter.sample("misschedule_exporter_watch_errors_total{resource=\"nodes\"}"), Some(0.0));
     let logged = std::fs::read_to_string(&log).unwrap();
     let line = logged.lines().find(|l| l.contains("watch failed")).expect("no watch failure logged");
     assert!(line.contains("pods") && line.contains("watch") && line.contains("forbidden"), "unclear error: {line}");
 
-    // Grant it: ready again without a restart.
+    // Grant it: ready again without a restart, on the next attempt, once the watch has run
+    // cleanly for HEALTHY_AFTER_CLEAN after that attempt's list.
     let patch: Value = serde_json::to_value(exporter_role(&READ)).unwrap();
     Api::<ClusterRole>::all(admin.client.clone())
         .patch("misschedule-exporter", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
     let granted = Instant::now();
-    wait_for("ready once granted", Duration::from_secs(20), || exporter.ready()).await;
-    println!("ready {:?} after the permission was granted", granted.elapsed());
+    let lists = "misschedule_exporter_watch_events_total{resource=\"pods\",type=\"init_done\"}";
+    let lists_before = exporter.sample(lists).unwrap();
+    let mut relisted = None;
+    wait_for("ready once granted", Duration::from_secs(30), || {
+        if relisted.is_none() && exporter.sample(lists).is_some_and(|n| n > lists_before) {
+            relisted = Some(Instant::now());
+        }
+        exporter.ready()
+    })
+    .await;
+    let relisted = relisted.expect("ready without a relist");
+    let proving = relisted.elapsed();
+    println!("ready {:?} after the grant, {proving:?} after the relist", granted.elapsed());
+    assert!(proving + Duration::from_millis(300) >= HEALTHY_AFTER_CLEAN, "ready {proving:?} after the relist");
     expect(&admin, &exporter, "working after the grant", BTreeSet::new()).await;
 
     // Events denied: one clear log line and a self-metric, and the exporter keeps serving.

@@ -94,7 +94,11 @@ fn krew_problems(file_stem: &str, plugin: &Plugin) -> Vec<String> {
         check(!labels.is_empty(), "a non-empty selector");
         check(labels.keys().all(|k| k == "os" || k == "arch"), "selector keys are os and arch");
         check(platform.uri.starts_with("https://"), "uri is https");
-        check(platform.sha256.len() == 64 && platform.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "sha256");
+        check(
+            platform.sha256.len() == 64
+                && platform.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+            "sha256",
+        );
         check(!platform.bin.is_empty(), "bin");
         check(!platform.files.is_empty(), "file operations");
         check(platform.files.iter().any(|f| f.from == platform.bin), "files copy bin");
@@ -157,10 +161,18 @@ spec:
 "#;
     let plugin: Plugin = serde_saphyr::from_str(broken).expect("parses");
     let problems = krew_problems("misschedule", &plugin);
-    for expected in ["apiVersion", "metadata.name matches the file name", "shortDescription", "homepage is https",
-        "version is v-prefixed semver", "selector keys are os and arch", "uri is https", "sha256",
-        "files copy bin", "files copy LICENSE"]
-    {
+    for expected in [
+        "apiVersion",
+        "metadata.name matches the file name",
+        "shortDescription",
+        "homepage is https",
+        "version is v-prefixed semver",
+        "selector keys are os and arch",
+        "uri is https",
+        "sha256",
+        "files copy bin",
+        "files copy LICENSE",
+    ] {
         assert!(problems.iter().any(|p| p == expected), "missed {expected}: {problems:?}");
     }
     let typo = broken.replace("caveats:", "caveat:");
@@ -201,8 +213,13 @@ fn the_packed_archive_installs_as_krew_installs_it() {
     // The committed manifest is this script's output; only the digest belongs to the release build.
     let committed = std::fs::read_to_string(repo().join("plugins/misschedule.yaml")).expect("committed manifest");
     let written = std::fs::read_to_string(&manifest).expect("written manifest");
-    let without_digest = |text: &str| text.lines().filter(|l| !l.trim_start().starts_with("sha256:")).collect::<Vec<_>>().join("\n");
-    assert_eq!(without_digest(&written), without_digest(&committed), "plugins/misschedule.yaml is stale: re-run scripts/krew-manifest.sh");
+    let without_digest =
+        |text: &str| text.lines().filter(|l| !l.trim_start().starts_with("sha256:")).collect::<Vec<_>>().join("\n");
+    assert_eq!(
+        without_digest(&written),
+        without_digest(&committed),
+        "plugins/misschedule.yaml is stale: re-run scripts/krew-manifest.sh"
+    );
 
     // krew refuses an archive whose digest differs; the same binary packs to the same bytes.
     assert_eq!(sha256_of(&archive), platform.sha256);
@@ -230,11 +247,8 @@ fn the_packed_archive_installs_as_krew_installs_it() {
     symlink(&bin, bin_dir.join(PLUGIN_BINARY)).expect("link");
 
     // kubectl finds plugins on PATH by this name; run it as kubectl would.
-    let out = Command::new(PLUGIN_BINARY)
-        .arg("--help")
-        .env("PATH", &bin_dir)
-        .output()
-        .expect("the installed plugin runs");
+    let out =
+        Command::new(PLUGIN_BINARY).arg("--help").env("PATH", &bin_dir).output().expect("the installed plugin runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("--from-exporter"));
     let _ = std::fs::remove_dir_all(&tmp);

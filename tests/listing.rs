@@ -77,7 +77,11 @@ async fn lists_are_paged_and_can_come_from_the_watch_cache() {
         .await
         .unwrap();
     for i in 0..NODES {
-        admin.nodes.create(&pp, &serde_json::from_value(json!({"metadata": {"name": format!("n{i}")}})).unwrap()).await.unwrap();
+        admin
+            .nodes
+            .create(&pp, &serde_json::from_value(json!({"metadata": {"name": format!("n{i}")}})).unwrap())
+            .await
+            .unwrap();
     }
     let ds = serde_json::from_value(json!({
         "metadata": {"name": "agent"},
@@ -91,7 +95,8 @@ async fn lists_are_paged_and_can_come_from_the_watch_cache() {
 
     // Pages of two: seven nodes take four requests, chained by continue tokens, read from etcd.
     let from = lines(&audit_log);
-    let paged = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--list-page-size", "2"], &cp.dir.join("paged.log"));
+    let paged =
+        Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--list-page-size", "2"], &cp.dir.join("paged.log"));
     until_ready(&paged).await;
     assert_eq!(answer(&paged), expected);
     let uris = node_lists(&audit_log, from);
@@ -102,7 +107,8 @@ async fn lists_are_paged_and_can_come_from_the_watch_cache() {
 
     // From the watch cache: resourceVersion=0, not older than that; same answer.
     let from = lines(&audit_log);
-    let cached = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--use-apiserver-cache"], &cp.dir.join("cached.log"));
+    let cached =
+        Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--use-apiserver-cache"], &cp.dir.join("cached.log"));
     until_ready(&cached).await;
     assert_eq!(answer(&cached), expected);
     let uris = node_lists(&audit_log, from);

@@ -456,7 +456,8 @@ fn sigterm_lets_an_in_flight_scrape_finish() {
     // Start a scrape far larger than the socket buffers, and read only its first bytes.
     let mut scrape = TcpStream::connect(("127.0.0.1", port)).unwrap();
     scrape.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let request = format!("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAccept: {}\r\n\r\n", http::PROMETHEUS_ACCEPT);
+    let request =
+        format!("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAccept: {}\r\n\r\n", http::PROMETHEUS_ACCEPT);
     scrape.write_all(request.as_bytes()).unwrap();
     let mut head = [0u8; 4096];
     let read = scrape.read(&mut head).unwrap();

@@ -50,7 +50,8 @@ fn entries(header: &str) -> impl Iterator<Item = Entry<'_>> {
     header.split(',').filter_map(|entry| {
         let mut parts = entry.split(';').map(str::trim);
         let value = parts.next().filter(|v| !v.is_empty())?;
-        let params = parts.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.trim(), v.trim().trim_matches('"'))).collect();
+        let params =
+            parts.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.trim(), v.trim().trim_matches('"'))).collect();
         Some((value, params))
     })
 }

@@ -34,9 +34,9 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::http::auth::{self, Authenticator};
-use crate::http::{explain, negotiate};
 use crate::http::tls::ReloadingCert;
 use crate::http::token_review::{Decision, TokenReviewer};
+use crate::http::{explain, negotiate};
 use crate::report::metrics::Exposition;
 use crate::telemetry::{CredentialFile, Shared};
 

@@ -104,7 +104,10 @@ mod tests {
         prometheus_client::encoding::text::encode(&mut openmetrics, &registry).expect("encodes");
 
         let text = openmetrics_to_text(&openmetrics);
-        assert!(text.contains("# HELP events_total Watch events.\n# TYPE events_total counter\nevents_total 7\n"), "{text}");
+        assert!(
+            text.contains("# HELP events_total Watch events.\n# TYPE events_total counter\nevents_total 7\n"),
+            "{text}"
+        );
         assert!(text.contains("pods{reason=\"taint \\\"x\\\"\\\\n\"} 2\n"), "{text}");
         assert!(text.contains("# TYPE scrape_duration_seconds histogram\n"), "{text}");
         assert!(text.contains("scrape_duration_seconds_bucket{le=\"+Inf\"} 1\n"), "{text}");
@@ -117,7 +120,10 @@ mod tests {
     #[test]
     fn a_help_line_without_a_type_is_kept() {
         assert_eq!(openmetrics_to_text("# HELP lonely\nx 1\n"), "# HELP lonely\nx 1\n");
-        assert_eq!(openmetrics_to_text("# HELP c Total.\n# TYPE c counter"), "# HELP c_total Total.\n# TYPE c_total counter\n");
+        assert_eq!(
+            openmetrics_to_text("# HELP c Total.\n# TYPE c counter"),
+            "# HELP c_total Total.\n# TYPE c_total counter\n"
+        );
         assert_eq!(openmetrics_to_text(""), "");
     }
 }

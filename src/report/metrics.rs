@@ -17,7 +17,7 @@ use prometheus_client::registry::Registry;
 use crate::index::{MisscheduledPod, Resource, nodes_by_reason};
 use crate::model::DaemonSet;
 use crate::report::format::{Format, openmetrics_to_text};
-use crate::report::gzip::{self, Deflated, DeflateError};
+use crate::report::gzip::{self, DeflateError, Deflated};
 use crate::rules::reason::Reason;
 use crate::telemetry::Shared;
 

@@ -15,7 +15,8 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 
 use crate::index::Indexed;
-use crate::telemetry::{EventType, Shared, UNHEALTHY_AFTER_ERROR, unix_now};
+use crate::source::retry::{Attempt, Retry};
+use crate::telemetry::{EventType, Shared, unix_ms};
 
 /// Objects per list page unless configured: kube's watcher default.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
@@ -72,85 +73,79 @@ where
     }
 }
 
-const MIN_BACKOFF: Duration = Duration::from_millis(500);
-/// Short enough to resync within seconds of the API server coming back; failed
-/// calls are cheap. An attempt that runs cleanly for twice this long resets it.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
-// A watch that keeps failing must not look healthy between attempts.
-const _: () = assert!(MAX_BACKOFF.as_millis() < UNHEALTHY_AFTER_ERROR.as_millis());
-
-/// Watch one resource forever. After any error the watch is restarted with a
-/// fresh list (after a backoff), so that recovery is proven by a completed
-/// relist and anything deleted meanwhile disappears. An expired resourceVersion
-/// (410 Gone, after etcd compaction) is routine: it relists at once and is not
-/// counted as a failure.
+/// Watch one resource forever. After any error the watch is restarted with a fresh list,
+/// after `Retry`'s delay, so that recovery is proven by a completed relist and anything
+/// deleted meanwhile disappears. An expired resourceVersion (410 Gone, after etcd
+/// compaction) is routine: it relists at once and is not counted as a failure.
 async fn run<K>(api: Api<K>, config: watcher::Config, scope: Option<String>, shared: Arc<Shared>)
 where
     K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
 {
     let resource = K::RESOURCE;
-    let mut backoff = MIN_BACKOFF;
+    let namespace = scope.as_deref().unwrap_or("*");
+    let health = shared.telemetry.watch(resource);
+    let mut retry = Retry::default();
     loop {
-        let attempt = Instant::now();
-        let mut expired = false;
+        let started = Instant::now();
+        // The latest list data received, and when the list completed.
+        let mut list_progress: Option<Instant> = None;
+        let mut listed: Option<Instant> = None;
+        let mut failure = None;
         let mut stream = pin!(watcher::watcher(api.clone(), config.clone()));
         while let Some(item) = stream.next().await {
             let event = match item {
                 Ok(event) => event,
                 Err(error) if is_expired(&error) => {
-                    shared.telemetry.record_expiry(resource);
-                    tracing::info!(
-                        resource = resource.as_str(),
-                        namespace = scope.as_deref().unwrap_or("*"),
-                        "watch expired (410 Gone); relisting"
-                    );
-                    expired = true;
+                    shared.telemetry.record_expiry(&health);
                     break;
                 }
                 Err(error) => {
-                    shared.telemetry.record_error(resource);
-                    tracing::error!(
-                        resource = resource.as_str(),
-                        namespace = scope.as_deref().unwrap_or("*"),
-                        %error,
-                        retry_in = ?backoff,
-                        "watch failed; serving the last known state"
-                    );
+                    shared.telemetry.record_error(&health);
+                    failure = Some(error);
                     break;
                 }
             };
             let kind = EventType::of(&event);
-            if kind == EventType::InitDone {
-                tracing::info!(
-                    resource = resource.as_str(),
-                    namespace = scope.as_deref().unwrap_or("*"),
-                    "cache synced"
-                );
+            if kind == EventType::InitApply {
+                list_progress = Some(Instant::now());
+            } else if kind == EventType::InitDone {
+                listed = Some(Instant::now());
+                list_progress = listed;
+                tracing::info!(resource = resource.as_str(), namespace, took = ?started.elapsed(), "cache synced");
             }
-            let now = unix_now();
-            shared.telemetry.record_event(resource, kind, now);
-            let started = Instant::now();
+            let now_ms = unix_ms();
+            shared.telemetry.record_event(&health, kind, now_ms);
+            let applying = Instant::now();
             let result = {
                 let mut index = shared.write();
-                index.set_now(now);
+                index.set_now(now_ms / 1000);
                 index.apply_scoped(scope.as_deref(), event)
             };
-            shared.telemetry.apply_duration.observe(started.elapsed().as_secs_f64());
+            shared.telemetry.apply_duration.observe(applying.elapsed().as_secs_f64());
             if let Err(error) = result {
                 shared.telemetry.record_invalid(resource);
                 tracing::warn!(resource = resource.as_str(), %error, "ignoring object the exporter cannot read");
             }
         }
-        // A completed relist is no proof of health (the watch call after it may be refused):
-        // only an attempt that ran cleanly for a while resets the backoff.
-        if attempt.elapsed() > MAX_BACKOFF * 2 {
-            backoff = MIN_BACKOFF;
-        }
-        if expired {
-            continue;
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+        let attempt = Attempt {
+            listing: list_progress.map_or(Duration::ZERO, |at| at.duration_since(started)),
+            watched: listed.map(|at| at.elapsed()),
+        };
+        let resource = resource.as_str();
+        let delay = match failure {
+            None => {
+                let delay = retry.after_expiry(attempt);
+                tracing::info!(resource, namespace, relist_in = ?delay, "watch expired (410 Gone); relisting");
+                delay
+            }
+            Some(error) => {
+                let delay = retry.after_failure(attempt);
+                let listing = attempt.listing;
+                tracing::error!(resource, namespace, %error, retry_in = ?delay, ?listing, "watch failed; serving the last known state");
+                delay
+            }
+        };
+        tokio::time::sleep(delay).await;
     }
 }
 

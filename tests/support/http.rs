@@ -14,7 +14,8 @@ pub const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,
 
 /// (status, body) of `GET /metrics` as Prometheus asks for it (OpenMetrics; uncompressed).
 pub fn scrape(port: u16) -> Option<(u16, String)> {
-    exchange(port, "GET", "/metrics", &format!("Accept: {PROMETHEUS_ACCEPT}\r\n"), None).map(|(status, _head, body)| (status, body))
+    exchange(port, "GET", "/metrics", &format!("Accept: {PROMETHEUS_ACCEPT}\r\n"), None)
+        .map(|(status, _head, body)| (status, body))
 }
 
 /// (status, headers, body) of a GET.
