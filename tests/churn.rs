@@ -75,6 +75,44 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU seconds (user + system) a process has used, from /proc/PID/stat.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime, fields 14 and 15 of the file, in clock ticks (100 per second on Linux).
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// What one exporter's initial list cost: its wall time to ready, its own CPU, and the
+/// API server's and etcd's CPU meanwhile.
+struct ListCost {
+    wall: Duration,
+    exporter_cpu: f64,
+    apiserver_cpu: f64,
+    etcd_cpu: f64,
+}
+
+/// Starts an exporter with `flags`, waits until it is ready and measures the sync.
+async fn initial_list_cost(cp: &ControlPlane, flags: &[&str], log: &str) -> ListCost {
+    let pid = |name: &str| std::fs::read_to_string(cp.dir.join(format!("{name}.pid"))).unwrap().trim().parse().unwrap();
+    let (apiserver, etcd) = (pid("apiserver"), pid("etcd"));
+    let (apiserver_before, etcd_before) = (cpu_seconds(apiserver), cpu_seconds(etcd));
+    let started = Instant::now();
+    let exporter = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), flags, &cp.dir.join(log));
+    while !exporter.ready() {
+        assert!(started.elapsed() < Duration::from_secs(120), "an exporter with {flags:?} never became ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ListCost {
+        wall: started.elapsed(),
+        exporter_cpu: cpu_seconds(exporter.child.id()),
+        apiserver_cpu: cpu_seconds(apiserver) - apiserver_before,
+        etcd_cpu: cpu_seconds(etcd) - etcd_before,
+    }
+}
+
 /// The classification series (name and labels), plus the values of the count families;
 /// the `since` timestamps may legitimately differ between two exporters.
 fn series(metrics: &str) -> BTreeSet<String> {
@@ -155,6 +193,30 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     println!("{expected_pods} daemon pods created in {:?}", started.elapsed());
+
+    // The initial list, from etcd (the default) and from the API server's watch cache
+    // (--use-apiserver-cache), alternated twice so that neither gains from going second.
+    let mut costs: [Vec<ListCost>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..2 {
+        for (way, flags) in [&[][..], &["--use-apiserver-cache"][..]].into_iter().enumerate() {
+            costs[way].push(initial_list_cost(&cp, flags, &format!("list-{way}-{round}.log")).await);
+        }
+    }
+    let list_cost = |way: usize| {
+        let runs = &costs[way];
+        let mean = |f: fn(&ListCost) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
+        format!(
+            "{:.2} s / {:.2} s / {:.2} s / {:.2} s",
+            mean(|c| c.wall.as_secs_f64()),
+            mean(|c| c.exporter_cpu),
+            mean(|c| c.apiserver_cpu),
+            mean(|c| c.etcd_cpu)
+        )
+    };
+    let (from_etcd, from_cache) = (list_cost(0), list_cost(1));
+    println!(
+        "initial list from etcd: {from_etcd}; from the watch cache: {from_cache} (wall / exporter, API server, etcd CPU)"
+    );
 
     let exporter = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--events"], &cp.dir.join("exporter.log"));
     let events_from = Instant::now();
@@ -336,7 +398,9 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
              | taint-to-metric, 5 taints: median / max | {:.1} ms / {:.1} ms | ≤ 1 s |\n\
              | resettled after churn | {:.1} s | |\n\
              | Events written (`--events`) / allowed by the rate limit | {event_writes} ({event_objects} objects) / {allowed} | ≤ limit, one per transition |\n\
-             | series equal a fresh exporter's | yes | yes |\n",
+             | series equal a fresh exporter's | yes | yes |\n\
+             | initial list from etcd (default): exporter wall to ready / CPU of exporter, API server, etcd (mean of 2) | {from_etcd} | |\n\
+             | initial list with `--use-apiserver-cache` (the watch cache), the same | {from_cache} | |\n",
             churn_for.as_secs(),
             latencies.len(),
             ms(p50),

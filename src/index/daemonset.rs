@@ -7,7 +7,7 @@ use crate::model::{DaemonSet, FastSet, Str};
 use crate::rules::eligibility::should_run;
 
 impl Index {
-    pub(super) fn upsert_daemonset(&mut self, ds: DaemonSet) {
+    pub(super) fn upsert_daemonset(&mut self, ds: Box<DaemonSet>) {
         let old = self.daemonsets.objects.get(&ds.uid);
         if old == Some(&ds) {
             return;

@@ -52,7 +52,7 @@ pub trait Stored: Sized {
     /// `None` for cluster-scoped objects.
     fn namespace(&self) -> Option<&Str>;
     fn store(index: &mut Index) -> &mut Store<Self>;
-    fn upsert(self, index: &mut Index);
+    fn upsert(self: Box<Self>, index: &mut Index);
     fn remove(index: &mut Index, key: &str);
 }
 
@@ -98,7 +98,7 @@ impl Stored for Node {
     fn store(index: &mut Index) -> &mut Store<Self> {
         &mut index.nodes
     }
-    fn upsert(self, index: &mut Index) {
+    fn upsert(self: Box<Self>, index: &mut Index) {
         index.upsert_node(self);
     }
     fn remove(index: &mut Index, key: &str) {
@@ -117,7 +117,7 @@ impl Stored for DaemonSet {
     fn store(index: &mut Index) -> &mut Store<Self> {
         &mut index.daemonsets
     }
-    fn upsert(self, index: &mut Index) {
+    fn upsert(self: Box<Self>, index: &mut Index) {
         index.upsert_daemonset(self);
     }
     fn remove(index: &mut Index, key: &str) {
@@ -136,7 +136,7 @@ impl Stored for Revision {
     fn store(index: &mut Index) -> &mut Store<Self> {
         &mut index.revisions
     }
-    fn upsert(self, index: &mut Index) {
+    fn upsert(self: Box<Self>, index: &mut Index) {
         index.upsert_revision(self);
     }
     fn remove(index: &mut Index, key: &str) {
@@ -155,7 +155,7 @@ impl Stored for Pod {
     fn store(index: &mut Index) -> &mut Store<Self> {
         &mut index.pods
     }
-    fn upsert(self, index: &mut Index) {
+    fn upsert(self: Box<Self>, index: &mut Index) {
         index.upsert_pod(self);
     }
     fn remove(index: &mut Index, key: &str) {

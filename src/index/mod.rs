@@ -95,7 +95,7 @@ impl Index {
                 if obj.unchanged(self) {
                     return Ok(());
                 }
-                obj.convert(&mut self.interner)?.upsert(self);
+                Box::new(obj.convert(&mut self.interner)?).upsert(self);
             }
             Event::Delete(obj) => {
                 // Only the key is needed: read it from the metadata rather than convert the object.
@@ -106,7 +106,7 @@ impl Index {
                 K::Compact::store(self).relist_buffer(scope).clear();
             }
             Event::InitApply(obj) => {
-                let compact = obj.convert(&mut self.interner)?;
+                let compact = Box::new(obj.convert(&mut self.interner)?);
                 K::Compact::store(self).relist_buffer(scope).push(compact);
             }
             Event::InitDone => {

@@ -6,7 +6,7 @@ use crate::rules::attribution::{carry_over, selects_label};
 use crate::rules::eligibility::should_run;
 
 impl Index {
-    pub(super) fn upsert_node(&mut self, mut node: Node) {
+    pub(super) fn upsert_node(&mut self, mut node: Box<Node>) {
         if let Some(old) = self.nodes.objects.get(&node.name) {
             let daemonsets = &self.daemonsets.objects;
             carry_over(old, &mut node, |key| daemonsets.values().any(|ds| selects_label(&ds.template, key)));

@@ -6,7 +6,7 @@ use crate::model::{DaemonSet, Pod, Str};
 use crate::rules::eligibility::selector_matches;
 
 impl Index {
-    pub(super) fn upsert_pod(&mut self, pod: Pod) {
+    pub(super) fn upsert_pod(&mut self, pod: Box<Pod>) {
         // Most pod events are status updates, which leave the compact pod as it was.
         if self.pods.objects.get(&pod.uid) == Some(&pod) {
             return;

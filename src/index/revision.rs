@@ -4,7 +4,7 @@ use super::Index;
 use crate::model::{DaemonSet, Pod, Revision};
 
 impl Index {
-    pub(super) fn upsert_revision(&mut self, rev: Revision) {
+    pub(super) fn upsert_revision(&mut self, rev: Box<Revision>) {
         if self.revisions.objects.get(&rev.uid) == Some(&rev) {
             return;
         }
@@ -28,7 +28,7 @@ impl Index {
     }
 
     pub(super) fn revision_of(&self, ds: &DaemonSet, pod: &Pod) -> Option<&Revision> {
-        let key = (ds.uid.clone(), pod.revision_hash.clone()?);
-        self.revisions.objects.get(self.revision_by_hash.get(&key)?)
+        let key = (ds.uid.clone(), pod.revision_hash()?.clone());
+        self.revisions.objects.get(self.revision_by_hash.get(&key)?).map(|rev| &**rev)
     }
 }

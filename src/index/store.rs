@@ -8,13 +8,17 @@ pub type Scope<'a> = Option<&'a str>;
 
 /// A reflector-style cache: during a relist the old contents stay visible and
 /// the new ones are buffered; `InitDone` swaps them.
+///
+/// Objects are boxed: a hash map's buckets come in powers of two, so up to half of them
+/// stand empty, and an empty bucket costs its full size. Boxed, that is 8 bytes rather
+/// than a whole pod, and a relist's buffer moves pointers, not objects, into the map.
 #[derive(Debug)]
 pub struct Store<T> {
-    pub(super) objects: FastMap<Str, T>,
+    pub(super) objects: FastMap<Str, Box<T>>,
     /// Relists under way, one per scope (a namespace, or `None` for all): a short list.
     /// Each buffers its objects in list order; a key listed twice is applied twice, the
     /// later one winning, as in a map.
-    relists: Vec<(Option<String>, Vec<T>)>,
+    relists: Vec<(Option<String>, Vec<Box<T>>)>,
     pub(super) synced_scopes: FastSet<Option<String>>,
     /// How many scopes (watch streams) feed this store.
     pub(super) scopes: usize,
@@ -33,7 +37,7 @@ impl<T> Store<T> {
 
     /// The buffer of the relist under way for `scope`, created if there is none. Looked
     /// up by the borrowed scope: this runs once per listed object.
-    pub(super) fn relist_buffer(&mut self, scope: Scope<'_>) -> &mut Vec<T> {
+    pub(super) fn relist_buffer(&mut self, scope: Scope<'_>) -> &mut Vec<Box<T>> {
         let at = match self.relists.iter().position(|(s, _)| s.as_deref() == scope) {
             Some(at) => at,
             None => {
@@ -46,7 +50,7 @@ impl<T> Store<T> {
         &mut self.relists[at].1
     }
 
-    pub(super) fn take_relist(&mut self, scope: Scope<'_>) -> Vec<T> {
+    pub(super) fn take_relist(&mut self, scope: Scope<'_>) -> Vec<Box<T>> {
         match self.relists.iter().position(|(s, _)| s.as_deref() == scope) {
             Some(at) => self.relists.swap_remove(at).1,
             None => Vec::new(),

@@ -93,7 +93,8 @@ impl<'a> DaemonSetView<'a> {
             ) else {
                 continue;
             };
-            let mut pods: Vec<&Pod> = pod_uids.iter().filter_map(|uid| index.pods.objects.get(uid)).collect();
+            let mut pods: Vec<&Pod> =
+                pod_uids.iter().filter_map(|uid| index.pods.objects.get(uid).map(|p| &**p)).collect();
             pods.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
             for (i, pod) in pods.into_iter().enumerate() {
                 let origin = index.revision_of(self.ds, pod).map(|r| &*r.placement);

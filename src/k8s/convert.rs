@@ -16,7 +16,7 @@ use crate::model::PlacementSpec;
 use crate::model::interner::{Interner, is_own_placement, same_items};
 use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, FieldOwner, LabelSelector, Node, NodeManagers, NodeSelectorTerm, ObjectRef,
-    Placement, Pod, Requirement, Revision, SelectorOperator, Taint, TaintEffect,
+    Placement, Pod, REVISION_HASH_LABEL, Requirement, Revision, SelectorOperator, Taint, TaintEffect,
 };
 use crate::rules::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
 use crate::rules::reason::NFD_FEATURE_PREFIX;
@@ -25,7 +25,6 @@ use crate::rules::reason::NFD_FEATURE_PREFIX;
 pub const NFD_FEATURE_LABELS_ANNOTATION: &str = "nfd.node.kubernetes.io/feature-labels";
 /// NFD lists the taints it manages here, as `key=value:effect`.
 pub const NFD_TAINTS_ANNOTATION: &str = "nfd.node.kubernetes.io/taints";
-pub const REVISION_HASH_LABEL: &str = "controller-revision-hash";
 
 /// An object that cannot be read into the model. It names the object and the problem.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -195,7 +194,6 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
     let uid = Arc::from(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
     let controller_uid = controller(meta.owner_references.as_deref()).map(|o| interner.str(&o.uid));
     let labels = interner.labels(meta.labels.iter().flatten());
-    let revision_hash = labels.get(REVISION_HASH_LABEL).cloned();
     let spec = pod.spec.as_ref();
     let target_node = spec.and_then(target_node_name).map(|n| interner.str(n));
     Ok(Pod {
@@ -204,11 +202,10 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
         controller_uid,
         labels,
         target_node,
-        revision_hash,
         // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
         own_placement: interner.own_placement(spec),
         created: meta.creation_timestamp.as_ref().map(seconds),
-        deletion: deletion(meta),
+        deletion: deletion(meta).map(Box::new),
         terminal: pod.is_terminal(),
     })
 }
@@ -229,7 +226,7 @@ pub fn pod_unchanged(decoded: &SlimPod, cached: &Pod) -> bool {
         && spec.and_then(target_node_name) == cached.target_node.as_deref()
         && is_own_placement(&cached.own_placement, spec)
         && meta.creation_timestamp.as_ref().map(seconds) == cached.created
-        && deletion(meta) == cached.deletion
+        && deletion(meta) == cached.deletion.as_deref().copied()
         && decoded.is_terminal() == cached.terminal
 }
 

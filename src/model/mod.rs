@@ -240,22 +240,34 @@ pub struct Pod {
     pub labels: Labels,
     /// `spec.nodeName`, else the controller's `matchFields metadata.name` term.
     pub target_node: Option<Str>,
-    /// `controller-revision-hash`: which ControllerRevision the pod came from.
-    pub revision_hash: Option<Str>,
     /// The pod's own nodeSelector and tolerations (its affinity is the controller's
     /// `matchFields` rewrite, so `required_terms` here is always `None`).
     pub own_placement: Arc<Placement>,
     pub created: Option<Timestamp>,
-    pub deletion: Option<Deletion>,
+    /// Boxed: few pods are being deleted at any moment, and this keeps the rest small.
+    pub deletion: Option<Box<Deletion>>,
     /// `status.phase` is Failed or Succeeded.
     pub terminal: bool,
 }
+
+// The index holds a pod per daemon pod, millions at the largest scale: one allocation size
+// class (jemalloc's 128 bytes) is the budget, checked here.
+const _: () = assert!(std::mem::size_of::<Pod>() <= 128);
+
+/// The label the DaemonSet controller puts on each pod and revision it makes: which
+/// ControllerRevision the pod came from.
+pub const REVISION_HASH_LABEL: &str = "controller-revision-hash";
 
 impl Pod {
     /// Since 1.28 (1.26/1.27 patches) the status sync skips pods that are both terminal
     /// and deleted (`includeDeletedTerminal=false`); 1.20-1.25 counted them.
     pub fn counts_for_status(&self) -> bool {
         !(self.terminal && self.deletion.is_some())
+    }
+
+    /// Which ControllerRevision the pod came from (`controller-revision-hash`).
+    pub fn revision_hash(&self) -> Option<&Str> {
+        self.labels.get(REVISION_HASH_LABEL)
     }
 }
 
