@@ -76,7 +76,7 @@ where
 /// Watch one resource forever. After any error the watch is restarted with a fresh list,
 /// after `Retry`'s delay, so that recovery is proven by a completed relist and anything
 /// deleted meanwhile disappears. An expired resourceVersion (410 Gone, after etcd
-/// compaction) is routine: it relists at once and is not counted as a failure.
+/// compaction) is not counted as a failure; `Retry` says when it relists.
 async fn run<K>(api: Api<K>, config: watcher::Config, scope: Option<String>, shared: Arc<Shared>)
 where
     K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
@@ -106,16 +106,16 @@ where
                 }
             };
             let kind = EventType::of(&event);
-            if kind == EventType::InitApply {
-                list_progress = Some(Instant::now());
-            } else if kind == EventType::InitDone {
-                listed = Some(Instant::now());
-                list_progress = listed;
-                tracing::info!(resource = resource.as_str(), namespace, took = ?started.elapsed(), "cache synced");
-            }
             let now_ms = unix_ms();
             shared.telemetry.record_event(&health, kind, now_ms);
+            // The one clock read per event times the apply and marks the list's progress.
             let applying = Instant::now();
+            if kind == EventType::InitApply {
+                list_progress = Some(applying);
+            } else if kind == EventType::InitDone {
+                (listed, list_progress) = (Some(applying), Some(applying));
+                tracing::info!(resource = resource.as_str(), namespace, took = ?(applying - started), "cache synced");
+            }
             let result = {
                 let mut index = shared.write();
                 index.set_now(now_ms / 1000);
