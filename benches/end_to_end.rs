@@ -11,12 +11,20 @@
 //! cluster (65,000 nodes × 40 DaemonSets, about 7 GB of JSON) needs no more memory here
 //! than one page.
 
+// The test kit's synthetic cluster, and its exporter process (with the HTTP client it uses).
+#[allow(dead_code)]
+#[path = "../tests/support/exporter.rs"]
+mod exporter;
+#[allow(dead_code)]
+#[path = "../tests/support/http.rs"]
+mod http;
+#[path = "../tests/support/process.rs"]
+mod process;
 #[path = "../tests/support/synth.rs"]
 mod synth;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -152,40 +160,8 @@ async fn api(State(server): State<Arc<Server>>, uri: Uri, Query(query): Query<Li
     ([("content-type", "application/json")], page).into_response()
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
-
-/// `GET path` on the exporter: the status code and body, if it answers.
-fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: bench\r\n\r\n").as_bytes()).ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let status = response.get(9..12)?.parse().ok()?;
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
-    Some((status, body))
-}
-
-/// (CPU seconds, RSS in MiB) of a process, from /proc.
-fn usage(pid: u32) -> (f64, f64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime (fields 14 and 15 of the file) in clock ticks of 1/100 s; RSS (24) in pages.
-    let cpu = (ticks(11) + ticks(12)) / 100.0;
-    let rss = ticks(21) * 4096.0 / 1048576.0;
-    (cpu, rss)
-}
-
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
 }
 
 fn main() {
@@ -225,32 +201,19 @@ fn main() {
     )
     .expect("write the kubeconfig");
 
-    let port = free_port();
     let started = Instant::now();
-    let exporter = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the exporter"),
-    );
-    let pid = exporter.0.id();
-    while get(port, "/readyz").map(|(status, _)| status) != Some(200) {
-        assert!(started.elapsed() < Duration::from_secs(1800), "the exporter never became ready");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let kubeconfig = kubeconfig.to_str().expect("a UTF-8 temporary path");
+    let exporter = exporter::Exporter::spawn(&["--kubeconfig", kubeconfig], Stdio::inherit());
+    let pid = exporter.child.id();
+    http::wait_ok(exporter.port, "/readyz", Duration::from_secs(1800));
     let wall = started.elapsed();
-    let (cpu, rss_synced) = usage(pid);
+    let (cpu, rss_synced) = (process::cpu_seconds(pid), mib(process::rss_kib(pid)));
     std::thread::sleep(Duration::from_secs(3));
-    let (_, rss_idle) = usage(pid);
+    let rss_idle = mib(process::rss_kib(pid));
     let served = server.served.load(Ordering::Relaxed);
 
     // The answer must be right before its cost means anything.
-    let (status, metrics) = get(port, "/metrics").expect("the exporter serves /metrics");
-    assert_eq!(status, 200);
+    let metrics = exporter.metrics();
     let misscheduled =
         metrics.lines().filter(|l| l.starts_with("daemonset_misscheduled_pod_info{") && l.ends_with(" 1")).count();
     assert_eq!(misscheduled, shape.expected_misscheduled_pods(), "the exporter's answer is wrong");

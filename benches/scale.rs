@@ -11,6 +11,9 @@
 //! and events are decoded into the shapes the watcher uses (`SlimPod`, `SlimNode`).
 
 // The test kit's synthetic cluster (tests/support/synth.rs), shared with the tests.
+#[allow(dead_code)]
+#[path = "../tests/support/process.rs"]
+mod process;
 #[path = "../tests/support/synth.rs"]
 mod synth;
 
@@ -64,12 +67,7 @@ fn options() -> Options {
 
 /// Resident set size in bytes, as the kernel counts it.
 fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+    process::rss_kib(std::process::id()) * 1024
 }
 
 /// One page of a list response, as the API server sends it.

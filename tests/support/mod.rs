@@ -6,6 +6,7 @@ pub mod chart;
 pub mod cluster;
 pub mod exporter;
 pub mod http;
+pub mod process;
 pub mod prometheus;
 pub mod proxy;
 pub mod synth;
