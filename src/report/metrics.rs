@@ -258,7 +258,7 @@ impl Collector for SelfCollector {
         gauges(
             &mut encoder,
             "misschedule_exporter_watch_healthy",
-            "0 while the resource's watch is failing (the cache then serves the last known state)",
+            "0 while the resource's watch is failing, until a relist has been watched cleanly for a few seconds (the cache meanwhile serves the last known state)",
             Resource::ALL.map(|r| ([("resource", r.as_str())], i64::from(t.healthy(r)))),
         )?;
         gauges(
