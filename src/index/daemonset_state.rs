@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use smallvec::SmallVec;
 
-use crate::model::{FastMap, Str, Timestamp};
+use crate::model::{FastMap, Str, Timestamp, Uid};
 use crate::rules::eligibility::{Skip, SkipReason};
 
 /// When a (DaemonSet, node) pair became misscheduled, as the index saw it.
@@ -24,7 +24,7 @@ pub(super) struct DaemonSetState {
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
     pub(super) skip_counts: FastMap<(SkipReason, Str), u32>,
     /// Claimed pods by target node: almost always one, kept inline.
-    pub(super) claimed: FastMap<Str, SmallVec<[Str; 1]>>,
+    pub(super) claimed: FastMap<Str, SmallVec<[Uid; 1]>>,
     /// Nodes that exist, are skipped, and have a claimed pod.
     pub(super) misscheduled: BTreeMap<Str, Since>,
 }

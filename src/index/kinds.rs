@@ -8,7 +8,7 @@ use super::{Index, Store};
 use crate::k8s::convert::{self, ConvertError};
 use crate::k8s::slim::{SlimNode, SlimPod};
 use crate::model::interner::Interner;
-use crate::model::{DaemonSet, Node, Pod, Revision, Str};
+use crate::model::{DaemonSet, Node, Pod, Revision, Str, Uid};
 
 /// The four watched resources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -48,12 +48,16 @@ impl Resource {
 /// bookkeeping when one comes or goes.
 pub trait Stored: Sized {
     const RESOURCE: Resource;
-    fn key(&self) -> &Str;
+    /// Nodes are keyed by name, everything else by UID.
+    type Key: Clone + Eq + std::hash::Hash + std::fmt::Debug;
+    fn key(&self) -> &Self::Key;
+    /// The key as the metadata spells it.
+    fn parse_key(raw: &str) -> Self::Key;
     /// `None` for cluster-scoped objects.
     fn namespace(&self) -> Option<&Str>;
     fn store(index: &mut Index) -> &mut Store<Self>;
     fn upsert(self: Box<Self>, index: &mut Index);
-    fn remove(index: &mut Index, key: &str);
+    fn remove(index: &mut Index, key: &Self::Key);
 }
 
 /// A wire type the watchers and the snapshot reader decode and the index takes.
@@ -89,7 +93,11 @@ pub trait Indexed: kube::Resource<DynamicType = ()> + Sized {
 
 impl Stored for Node {
     const RESOURCE: Resource = Resource::Nodes;
-    fn key(&self) -> &Str {
+    type Key = Str;
+    fn parse_key(raw: &str) -> Str {
+        Str::from(raw)
+    }
+    fn key(&self) -> &Self::Key {
         &self.name
     }
     fn namespace(&self) -> Option<&Str> {
@@ -101,14 +109,18 @@ impl Stored for Node {
     fn upsert(self: Box<Self>, index: &mut Index) {
         index.upsert_node(self);
     }
-    fn remove(index: &mut Index, key: &str) {
+    fn remove(index: &mut Index, key: &Self::Key) {
         index.remove_node(key);
     }
 }
 
 impl Stored for DaemonSet {
     const RESOURCE: Resource = Resource::DaemonSets;
-    fn key(&self) -> &Str {
+    type Key = Str;
+    fn parse_key(raw: &str) -> Str {
+        Str::from(raw)
+    }
+    fn key(&self) -> &Self::Key {
         &self.uid
     }
     fn namespace(&self) -> Option<&Str> {
@@ -120,14 +132,18 @@ impl Stored for DaemonSet {
     fn upsert(self: Box<Self>, index: &mut Index) {
         index.upsert_daemonset(self);
     }
-    fn remove(index: &mut Index, key: &str) {
+    fn remove(index: &mut Index, key: &Self::Key) {
         index.remove_daemonset(key);
     }
 }
 
 impl Stored for Revision {
     const RESOURCE: Resource = Resource::ControllerRevisions;
-    fn key(&self) -> &Str {
+    type Key = Str;
+    fn parse_key(raw: &str) -> Str {
+        Str::from(raw)
+    }
+    fn key(&self) -> &Self::Key {
         &self.uid
     }
     fn namespace(&self) -> Option<&Str> {
@@ -139,14 +155,18 @@ impl Stored for Revision {
     fn upsert(self: Box<Self>, index: &mut Index) {
         index.upsert_revision(self);
     }
-    fn remove(index: &mut Index, key: &str) {
+    fn remove(index: &mut Index, key: &Self::Key) {
         index.remove_revision(key);
     }
 }
 
 impl Stored for Pod {
     const RESOURCE: Resource = Resource::Pods;
-    fn key(&self) -> &Str {
+    type Key = Uid;
+    fn parse_key(raw: &str) -> Uid {
+        Uid::parse(raw)
+    }
+    fn key(&self) -> &Self::Key {
         &self.uid
     }
     fn namespace(&self) -> Option<&Str> {
@@ -158,7 +178,7 @@ impl Stored for Pod {
     fn upsert(self: Box<Self>, index: &mut Index) {
         index.upsert_pod(self);
     }
-    fn remove(index: &mut Index, key: &str) {
+    fn remove(index: &mut Index, key: &Self::Key) {
         index.remove_pod(key);
     }
 }
@@ -182,7 +202,7 @@ impl Indexed for SlimPod {
         convert::pod(self, interner)
     }
     fn unchanged(&self, index: &Index) -> bool {
-        let cached = self.metadata.uid.as_deref().and_then(|uid| index.pods.objects.get(uid));
+        let cached = self.metadata.uid.as_deref().and_then(|uid| index.pods.objects.get(&Uid::parse(uid)));
         cached.is_some_and(|cached| convert::pod_unchanged(self, cached))
     }
 }

@@ -26,7 +26,7 @@ pub use self::store::{Scope, Store};
 pub use self::view::{DaemonSetView, MisscheduledPod, nodes_by_reason};
 use crate::k8s::convert::ConvertError;
 use crate::model::interner::Interner;
-use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp};
+use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp, Uid};
 use crate::rules::reason::Conventions;
 
 /// Tunables of classification.
@@ -49,14 +49,14 @@ pub struct Index {
     pods: Store<Pod>,
     state: FastMap<Str, DaemonSetState>,
     /// Pods by the UID of their controller ownerReference, claimed or not.
-    owned_pods: FastMap<Str, FastSet<Str>>,
+    owned_pods: FastMap<Str, FastSet<Uid>>,
     /// Orphans a DaemonSet may adopt (no controller, not terminating), by namespace.
-    orphans: FastMap<Str, FastSet<Str>>,
+    orphans: FastMap<Str, FastSet<Uid>>,
     /// Orphan → the one DaemonSet that adopts it, and so counts it, in its next sync.
-    adopted_by: FastMap<Str, Str>,
+    adopted_by: FastMap<Uid, Str>,
     /// Orphans that several DaemonSets select: which one adopts it is a race, so none
     /// counts it. Kept so that each is logged once.
-    contested: FastSet<Str>,
+    contested: FastSet<Uid>,
     /// (owner UID, controller-revision-hash) → revision UID.
     revision_by_hash: FastMap<(Str, Str), Str>,
     /// Bumped by every change that can alter what the index reports; readers cache on it.
@@ -99,7 +99,7 @@ impl Index {
             }
             Event::Delete(obj) => {
                 // Only the key is needed: read it from the metadata rather than convert the object.
-                K::Compact::remove(self, obj.raw_key()?);
+                K::Compact::remove(self, &K::Compact::parse_key(obj.raw_key()?));
             }
             Event::Init => {
                 // A relist restarted mid-way starts from an empty buffer.
@@ -113,14 +113,14 @@ impl Index {
                 let store = K::Compact::store(self);
                 let fresh = store.take_relist(scope);
                 let in_scope = |obj: &K::Compact| scope.is_none_or(|ns| obj.namespace().is_some_and(|n| **n == *ns));
-                let gone: Vec<Str> = if store.objects.is_empty() {
+                let gone: Vec<_> = if store.objects.is_empty() {
                     Vec::new()
                 } else {
-                    let listed: FastSet<&str> = fresh.iter().map(|obj| &**obj.key()).collect();
+                    let listed: FastSet<_> = fresh.iter().map(|obj| obj.key()).collect();
                     store
                         .objects
                         .iter()
-                        .filter(|(k, obj)| in_scope(obj) && !listed.contains(&***k))
+                        .filter(|(k, obj)| in_scope(obj) && !listed.contains(k))
                         .map(|(k, _)| k.clone())
                         .collect()
                 };

@@ -2,7 +2,7 @@
 //! node, and refresh only that (DaemonSet, node).
 
 use super::Index;
-use crate::model::{DaemonSet, Pod, Str};
+use crate::model::{DaemonSet, Pod, Str, Uid};
 use crate::rules::eligibility::selector_matches;
 
 impl Index {
@@ -20,7 +20,7 @@ impl Index {
         self.pods.objects.insert(pod.uid.clone(), pod);
     }
 
-    pub(super) fn remove_pod(&mut self, uid: &str) {
+    pub(super) fn remove_pod(&mut self, uid: &Uid) {
         let Some(pod) = self.pods.objects.remove(uid) else { return };
         self.generation += 1;
         self.contested.remove(uid);

@@ -1,6 +1,7 @@
 //! A reflector-style store of one resource's compact objects.
 
-use crate::model::{FastMap, FastSet, Str};
+use super::Stored;
+use crate::model::{FastMap, FastSet};
 
 /// Which watch stream an event came from: a namespace, or `None` for a
 /// cluster-wide watch. A relist replaces only its own scope.
@@ -13,8 +14,8 @@ pub type Scope<'a> = Option<&'a str>;
 /// stand empty, and an empty bucket costs its full size. Boxed, that is 8 bytes rather
 /// than a whole pod, and a relist's buffer moves pointers, not objects, into the map.
 #[derive(Debug)]
-pub struct Store<T> {
-    pub(super) objects: FastMap<Str, Box<T>>,
+pub struct Store<T: Stored> {
+    pub(super) objects: FastMap<T::Key, Box<T>>,
     /// Relists under way, one per scope (a namespace, or `None` for all): a short list.
     /// Each buffers its objects in list order; a key listed twice is applied twice, the
     /// later one winning, as in a map.
@@ -24,13 +25,13 @@ pub struct Store<T> {
     pub(super) scopes: usize,
 }
 
-impl<T> Default for Store<T> {
+impl<T: Stored> Default for Store<T> {
     fn default() -> Self {
         Self { objects: FastMap::default(), relists: Vec::new(), synced_scopes: FastSet::default(), scopes: 1 }
     }
 }
 
-impl<T> Store<T> {
+impl<T: Stored> Store<T> {
     pub(super) fn synced(&self) -> bool {
         self.synced_scopes.len() >= self.scopes
     }

@@ -16,7 +16,7 @@ use crate::model::PlacementSpec;
 use crate::model::interner::{Interner, is_own_placement, same_items};
 use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, FieldOwner, LabelSelector, Node, NodeManagers, NodeSelectorTerm, ObjectRef,
-    Placement, Pod, REVISION_HASH_LABEL, Requirement, Revision, SelectorOperator, Taint, TaintEffect,
+    Placement, Pod, REVISION_HASH_LABEL, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Uid,
 };
 use crate::rules::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
 use crate::rules::reason::NFD_FEATURE_PREFIX;
@@ -191,7 +191,7 @@ pub fn revision(rev: &ControllerRevision, interner: &mut Interner) -> Result<Rev
 pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
     let meta = &pod.metadata;
     let id = object_ref("Pod", meta, interner)?;
-    let uid = Arc::from(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
+    let uid = Uid::parse(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
     let controller_uid = controller(meta.owner_references.as_deref()).map(|o| interner.str(&o.uid));
     let labels = interner.labels(meta.labels.iter().flatten());
     let spec = pod.spec.as_ref();
@@ -204,7 +204,7 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
         target_node,
         // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
         own_placement: interner.own_placement(spec),
-        created: meta.creation_timestamp.as_ref().map(seconds),
+        created: meta.creation_timestamp.as_ref().map_or(0, seconds),
         deletion: deletion(meta).map(Box::new),
         terminal: pod.is_terminal(),
     })
@@ -217,7 +217,7 @@ pub fn pod_unchanged(decoded: &SlimPod, cached: &Pod) -> bool {
     let meta = &decoded.metadata;
     let spec = decoded.spec.as_ref();
     let owner = controller(meta.owner_references.as_deref());
-    meta.uid.as_deref() == Some(&*cached.uid)
+    meta.uid.as_deref().is_some_and(|uid| cached.uid == *uid)
         && meta.name.as_deref() == Some(&*cached.id.name)
         && meta.namespace.as_deref() == Some(&*cached.id.namespace)
         && owner.map(|o| o.uid.as_str()) == cached.controller_uid.as_deref()
@@ -225,7 +225,7 @@ pub fn pod_unchanged(decoded: &SlimPod, cached: &Pod) -> bool {
         && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
         && spec.and_then(target_node_name) == cached.target_node.as_deref()
         && is_own_placement(&cached.own_placement, spec)
-        && meta.creation_timestamp.as_ref().map(seconds) == cached.created
+        && meta.creation_timestamp.as_ref().map_or(0, seconds) == cached.created
         && deletion(meta) == cached.deletion.as_deref().copied()
         && decoded.is_terminal() == cached.terminal
 }

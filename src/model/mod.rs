@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub mod interner;
+mod uid;
+
+pub use uid::Uid;
 
 pub type Str = Arc<str>;
 
@@ -232,7 +235,7 @@ pub struct DaemonSetStatus {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pod {
-    pub uid: Str,
+    pub uid: Uid,
     pub id: ObjectRef,
     /// UID of the pod's controller ownerReference, whatever its kind: claiming compares
     /// UIDs only. `None` makes the pod an orphan that a DaemonSet may adopt.
@@ -243,7 +246,9 @@ pub struct Pod {
     /// The pod's own nodeSelector and tolerations (its affinity is the controller's
     /// `matchFields` rewrite, so `required_terms` here is always `None`).
     pub own_placement: Arc<Placement>,
-    pub created: Option<Timestamp>,
+    /// `creationTimestamp`, or 0 when there is none (the API server always sets one): read
+    /// as a lower bound and a sort key, the epoch means the same as "unknown", in 8 bytes less.
+    pub created: Timestamp,
     /// Boxed: few pods are being deleted at any moment, and this keeps the rest small.
     pub deletion: Option<Box<Deletion>>,
     /// `status.phase` is Failed or Succeeded.

@@ -187,10 +187,7 @@ pub fn classify(
         }
     };
     // A pod cannot have become misscheduled before it existed.
-    let evidence_since = match (evidence, pod.created) {
-        (Some(e), Some(created)) => Some(e.max(created)),
-        (e, _) => e,
-    };
+    let evidence_since = evidence.map(|e| e.max(pod.created));
     let manager = match (reason, skip) {
         (Reason::DaemonSetChanged | Reason::NodeNameMismatch, _) => None,
         (_, Skip::Taint { .. }) => taint_manager(node, &key).cloned(),

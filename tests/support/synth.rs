@@ -22,6 +22,11 @@ pub struct Shape {
 const ZONES: [&str; 3] = ["eu-west-1a", "eu-west-1b", "eu-west-1c"];
 const INSTANCE_TYPES: [&str; 5] = ["m6i.2xlarge", "m6i.4xlarge", "c6i.4xlarge", "r6i.2xlarge", "g5.2xlarge"];
 
+/// A UID shaped as the API server mints them (a lowercase UUID), unique per kind and (a, b).
+fn uid(kind: u8, a: usize, b: usize) -> String {
+    format!("{kind:08x}-0000-4000-8{a:03x}-{b:012x}")
+}
+
 pub fn node_name(i: usize) -> String {
     format!("ip-10-{}-{}-{}.eu-west-1.compute.internal", i / 65536 % 256, i / 256 % 256, i % 256)
 }
@@ -74,7 +79,7 @@ impl Shape {
         let managed_fields = managed_fields(&labels, !taints.is_empty(), self.draining(i), is_gpu(i));
         serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "uid": format!("node-uid-{i}"), "resourceVersion": "1", "labels": labels,
+            "metadata": {"name": name, "uid": uid(1, 0, i), "resourceVersion": "1", "labels": labels,
                          "managedFields": managed_fields,
                          "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
             "spec": {"providerID": format!("aws:///eu-west-1a/i-{i:017x}"), "taints": taints},
@@ -147,7 +152,7 @@ impl Shape {
         let name = format!("agent-{j}");
         serde_json::from_value(json!({
             "apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": name, "namespace": namespace(j), "uid": format!("ds-uid-{j}"), "generation": 2, "resourceVersion": "1"},
+            "metadata": {"name": name, "namespace": namespace(j), "uid": uid(2, j, 0), "generation": 2, "resourceVersion": "1"},
             "spec": {
                 "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
                 "template": {"metadata": {"labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability"}},
@@ -164,9 +169,9 @@ impl Shape {
         serde_json::from_value(json!({
             "apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": generation,
             "metadata": {"name": format!("{name}-{}", hash(j, generation)), "namespace": namespace(j),
-                         "uid": format!("rev-uid-{j}-{generation}"),
+                         "uid": uid(3, j, generation),
                          "labels": {"app.kubernetes.io/name": name, "controller-revision-hash": hash(j, generation)},
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": format!("ds-uid-{j}"), "controller": true, "blockOwnerDeletion": true}]},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": uid(2, j, 0), "controller": true, "blockOwnerDeletion": true}]},
             "data": {"spec": {"template": {"$patch": "replace",
                 "metadata": {"labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability"}},
                 "spec": self.template_spec(j)}}}
@@ -197,11 +202,11 @@ impl Shape {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {
                 "name": format!("{name}-{:05x}", (i * 7919 + j) % 0xfffff), "generateName": format!("{name}-"),
-                "namespace": namespace(j), "uid": format!("pod-uid-{j}-{i}"), "resourceVersion": nonce.to_string(),
+                "namespace": namespace(j), "uid": uid(4, j, i), "resourceVersion": nonce.to_string(),
                 "creationTimestamp": "2026-01-01T00:00:00Z",
                 "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability",
                            "controller-revision-hash": hash(j, 2), "pod-template-generation": "2"},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": format!("ds-uid-{j}"), "controller": true, "blockOwnerDeletion": true}]
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": uid(2, j, 0), "controller": true, "blockOwnerDeletion": true}]
             },
             "spec": spec,
             "status": {
