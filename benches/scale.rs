@@ -98,7 +98,8 @@ impl std::ops::AddAssign for ColdStart {
 
 /// Apply one resource's initial list, page by page: the page's JSON (full API
 /// objects, `A`) is produced untimed, as that is the API server's work; decoding
-/// into the shape the watcher uses (`W`) and applying are timed.
+/// into the shape the watcher uses (`W`), the way kube's client decodes it, and
+/// applying are timed.
 fn initial_list<A, W>(index: &mut Index, objects: impl Iterator<Item = A>, page_size: usize) -> ColdStart
 where
     A: Serialize,
@@ -114,7 +115,10 @@ where
         let bytes = serde_json::to_vec(&page).unwrap();
         drop(page);
         let started = Instant::now();
-        let page: Page<W> = serde_json::from_slice(&bytes).unwrap();
+        // As kube's client reads a response: checked as UTF-8 once, then parsed as a str.
+        let text = String::from_utf8(bytes).unwrap();
+        let page: Page<W> = serde_json::from_str(&text).unwrap();
+        drop(text);
         let decoded = Instant::now();
         for obj in page.items {
             index.apply(Event::InitApply(obj)).unwrap();

@@ -14,6 +14,7 @@ use crate::k8s::managed_fields::{OwnedFields, owned_fields};
 use crate::k8s::slim::{PodPlacement, SlimNode, SlimPod};
 use crate::model::PlacementSpec;
 use crate::model::interner::{Interner, is_own_placement, same_items};
+use crate::model::text::same_pair;
 use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, FieldOwner, LabelSelector, Node, NodeManagers, NodeSelectorTerm, ObjectRef,
     Placement, Pod, REVISION_HASH_LABEL, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Uid,
@@ -101,11 +102,13 @@ pub fn node_unchanged(decoded: &SlimNode, cached: &Node) -> bool {
     let meta = &decoded.metadata;
     meta.name.as_deref() == Some(&*cached.name)
         && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
-        && decoded
-            .taints()
-            .iter()
-            .map(taint_parts)
-            .eq(cached.taints.iter().map(|t| (&*t.key, &*t.value, t.effect, t.time_added)))
+        && same_items(
+            decoded.taints().iter().map(taint_parts),
+            cached.taints.iter(),
+            |(key, value, effect, added), t| {
+                same_pair((key, value), (&t.key, &t.value)) && effect == t.effect && added == t.time_added
+            },
+        )
         && same_items(nfd_label_names(meta), cached.nfd_label_keys.iter(), |name, key| {
             key.strip_prefix(nfd_label_prefix(name)) == Some(name)
         })
@@ -234,7 +237,7 @@ fn same_pairs<'a>(
     decoded: impl Iterator<Item = (&'a String, &'a String)>,
     cached: impl Iterator<Item = (&'a crate::model::Str, &'a crate::model::Str)>,
 ) -> bool {
-    decoded.map(|(k, v)| (k.as_str(), v.as_str())).eq(cached.map(|(k, v)| (&**k, &**v)))
+    same_items(decoded.map(|(k, v)| (k.as_str(), v.as_str())), cached.map(|(k, v)| (&**k, &**v)), same_pair)
 }
 
 fn deletion(meta: &ObjectMeta) -> Option<Deletion> {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 
 use crate::model::PlacementSpec;
+use crate::model::text::{same_pair, same_toleration};
 use crate::model::{FastSet, Labels, NodeSelectorTerm, Placement, Str, Toleration, TolerationParts};
 
 /// Interned values are dropped by `collect_garbage` once only the interner holds them.
@@ -21,6 +22,8 @@ use crate::model::{FastSet, Labels, NodeSelectorTerm, Placement, Str, Toleration
 #[derive(Default)]
 pub struct Interner {
     strings: FastSet<Str>,
+    /// The one empty string, outside `strings` so that it is never collected.
+    empty: Str,
     label_sets: HashTable<Labels>,
     placements: HashTable<Arc<Placement>>,
     hasher: foldhash::fast::RandomState,
@@ -42,6 +45,10 @@ const GC_EVERY: usize = 50_000;
 
 impl Interner {
     pub fn str(&mut self, s: &str) -> Str {
+        // Not looked up: comparing an empty string is slow (`text::same_str`), and common.
+        if s.is_empty() {
+            return self.empty.clone();
+        }
         if let Some(existing) = self.strings.get(s) {
             return existing.clone();
         }
@@ -59,7 +66,7 @@ impl Interner {
     {
         let pairs = pairs.into_iter().map(|(k, v)| (k.as_str(), v.as_str()));
         let hash = hash_pairs(&self.hasher, pairs.clone());
-        let same = |set: &Labels| same_items(set.iter().map(|(k, v)| (&**k, &**v)), pairs.clone(), |a, b| a == b);
+        let same = |set: &Labels| same_items(set.iter().map(|(k, v)| (&**k, &**v)), pairs.clone(), same_pair);
         if let Some(existing) = self.label_sets.find(hash, same) {
             return existing.clone();
         }
@@ -155,8 +162,8 @@ pub fn is_own_placement(placement: &Placement, spec: Option<&impl PlacementSpec>
         return !placement.host_network && placement.node_selector.is_empty() && placement.tolerations.is_empty();
     };
     placement.host_network == spec.host_network()
-        && same_items(spec.node_selector(), placement.node_selector.iter().map(|(k, v)| (&**k, &**v)), |a, b| a == b)
-        && same_items(spec.tolerations(), placement.tolerations.iter().map(Toleration::parts), |a, b| a == b)
+        && same_items(spec.node_selector(), placement.node_selector.iter().map(|(k, v)| (&**k, &**v)), same_pair)
+        && same_items(spec.tolerations(), placement.tolerations.iter().map(Toleration::parts), same_toleration)
 }
 
 /// `Iterator::eq` for items borrowed for different lifetimes (its bound takes one type).

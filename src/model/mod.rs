@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub mod interner;
+pub mod text;
 mod uid;
 
 pub use uid::Uid;
