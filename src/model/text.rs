@@ -36,7 +36,7 @@ mod tests {
             for b in words {
                 assert_eq!(same_str(a, b), a == b, "{a:?} {b:?}");
                 assert_eq!(same_str(&String::from(a), b), a == b, "{a:?} {b:?}");
-                assert_eq!(same_pair((a, b), (a, b)), true);
+                assert!(same_pair((a, b), (a, b)));
                 assert_eq!(same_pair((a, a), (b, b)), a == b);
             }
         }
