@@ -122,6 +122,10 @@ where
                 index.apply_scoped(scope.as_deref(), event)
             };
             shared.telemetry.apply_duration.observe(applying.elapsed().as_secs_f64());
+            if kind == EventType::InitDone {
+                // The list's pages and decoded objects are garbage now: give them back at once.
+                crate::allocator::purge();
+            }
             if let Err(error) = result {
                 shared.telemetry.record_invalid(resource);
                 tracing::warn!(resource = resource.as_str(), %error, "ignoring object the exporter cannot read");
