@@ -7,9 +7,9 @@ use uuid::Uuid;
 use crate::model::Str;
 
 /// A `metadata.uid`. The API server mints lowercase RFC 4122 UUIDs: those are kept as
-/// their 16 bytes, inline, so a map keyed by them hashes and compares in its own bucket
-/// (a shared string is a cache miss per lookup once millions are held). Any other text
-/// (hand-written objects, other API servers) is kept as it came.
+/// their 16 bytes, inline: no allocation per pod (about 64 bytes each), and a map keyed by
+/// them hashes and compares in its own bucket. Any other text (hand-written objects, other
+/// API servers) is kept as it came.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub enum Uid {
     Uuid(Uuid),
@@ -34,12 +34,6 @@ fn canonical_uuid(text: &str) -> Option<Uuid> {
     let uuid = Uuid::try_parse(text).ok()?;
     let mut printed = [0u8; uuid::fmt::Hyphenated::LENGTH];
     (uuid.hyphenated().encode_lower(&mut printed).as_bytes() == text.as_bytes()).then_some(uuid)
-}
-
-impl From<&str> for Uid {
-    fn from(text: &str) -> Self {
-        Self::parse(text)
-    }
 }
 
 /// Compares with text as the API spells it, without allocating.
