@@ -72,7 +72,8 @@ carry the cluster-autoscaler's drain taint.
   to the kernel at once (the bench checks that the pod list's purge gave some back). Read
   again 3 s later with no activity, after jemalloc's background thread has run.
 - Scrapes: 8 client threads GET /metrics over loopback for 10 s, each opening a new
-  connection per request, uncompressed. Then 8 Prometheus-like clients (OpenMetrics, gzip,
+  connection per request, uncompressed, and reading into a buffer it keeps between
+  scrapes (as Prometheus's scrape pool does). Then 8 Prometheus-like clients (OpenMetrics, gzip,
   one keep-alive connection each) for 10 s. Before those, one change to the index: the
   rows say what rendering and compressing that new generation cost, once.
 - Events: watch events (80% pod status updates, 10% node heartbeats, 1% drain
