@@ -203,7 +203,7 @@ impl Indexed for SlimPod {
     }
     fn unchanged(&self, index: &Index) -> bool {
         let cached = self.metadata.uid.as_deref().and_then(|uid| index.pods.objects.get(&Uid::parse(uid)));
-        cached.is_some_and(|cached| convert::pod_unchanged(self, cached))
+        cached.is_some_and(|cached| convert::pod_unchanged_but_uid(self, cached))
     }
 }
 

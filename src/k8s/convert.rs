@@ -217,11 +217,16 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
 /// interning: most pod events are status updates that change nothing the index keeps.
 /// Mirrors `pod` field by field; `tests/incremental.rs` checks that the two agree.
 pub fn pod_unchanged(decoded: &SlimPod, cached: &Pod) -> bool {
+    decoded.metadata.uid.as_deref().is_some_and(|uid| cached.uid == *uid) && pod_unchanged_but_uid(decoded, cached)
+}
+
+/// [`pod_unchanged`] for a `cached` pod the caller found under the decoded pod's UID, so
+/// the UID is not parsed a second time on every status update.
+pub fn pod_unchanged_but_uid(decoded: &SlimPod, cached: &Pod) -> bool {
     let meta = &decoded.metadata;
     let spec = decoded.spec.as_ref();
     let owner = controller(meta.owner_references.as_deref());
-    meta.uid.as_deref().is_some_and(|uid| cached.uid == *uid)
-        && meta.name.as_deref() == Some(&*cached.id.name)
+    meta.name.as_deref() == Some(&*cached.id.name)
         && meta.namespace.as_deref() == Some(&*cached.id.namespace)
         && owner.map(|o| o.uid.as_str()) == cached.controller_uid.as_deref()
         // The revision hash is one of the labels.
