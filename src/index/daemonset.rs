@@ -26,10 +26,6 @@ impl Index {
             for node in self.nodes.objects.values() {
                 state.set_skip(&node.name, should_run(node, &ds.template));
             }
-            // About one pod per node it should run on: sized once, the map is not rehashed
-            // (each rehash rereads every node name) while an initial list claims them.
-            let should_run_on = self.nodes.objects.len().saturating_sub(state.skips.len());
-            state.claimed.reserve(should_run_on.saturating_sub(state.claimed.len()));
         }
         if selector_changed {
             state.claimed.clear();
@@ -37,7 +33,7 @@ impl Index {
                 if let Some(pod) = self.pods.objects.get(pod_uid)
                     && let Some(node) = counted_node(ds, pod)
                 {
-                    state.claimed.entry(node.clone()).or_default().push(pod.uid.clone());
+                    state.claim(node, &pod.uid, self.nodes.objects.len());
                 }
             }
         }

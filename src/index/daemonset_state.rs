@@ -30,6 +30,18 @@ pub(super) struct DaemonSetState {
 }
 
 impl DaemonSetState {
+    /// Records a claimed pod on `node`, in a cluster of `nodes` nodes.
+    pub(super) fn claim(&mut self, node: &Str, pod: &Uid, nodes: usize) {
+        // The map grows to about one entry per node the DaemonSet should run on. Sized for
+        // that when it first fills, it is not rehashed while an initial list claims them:
+        // each rehash rereads every node name, cold at this size.
+        if self.claimed.len() == self.claimed.capacity() {
+            let should_run_on = nodes.saturating_sub(self.skips.len());
+            self.claimed.reserve(should_run_on.saturating_sub(self.claimed.len()));
+        }
+        self.claimed.entry(node.clone()).or_default().push(pod.clone());
+    }
+
     pub(super) fn set_skip(&mut self, node: &Str, skip: Option<Skip>) -> bool {
         let old = match skip.clone() {
             Some(s) => self.skips.insert(node.clone(), s),

@@ -47,7 +47,7 @@ impl Index {
         };
         let node = counted_node(self.daemonsets.objects.get(&claimant)?, pod)?;
         let state = self.state.entry(claimant.clone()).or_default();
-        state.claimed.entry(node.clone()).or_default().push(pod.uid.clone());
+        state.claim(node, &pod.uid, self.nodes.objects.len());
         Some((claimant, node.clone()))
     }
 
