@@ -31,6 +31,12 @@ pub fn node_name(i: usize) -> String {
     format!("ip-10-{}-{}-{}.eu-west-1.compute.internal", i / 65536 % 256, i / 256 % 256, i % 256)
 }
 
+/// What a chart typically puts on a daemon pod's template, and so on each of its pods: the
+/// classifier reads none of it.
+fn template_annotations(j: usize) -> Value {
+    json!({"kubectl.kubernetes.io/default-container": "agent", "checksum/config": format!("{:064x}", j * 7919 + 1)})
+}
+
 fn is_gpu(i: usize) -> bool {
     i.is_multiple_of(20)
 }
@@ -155,7 +161,8 @@ impl Shape {
             "metadata": {"name": name, "namespace": namespace(j), "uid": uid(2, j, 0), "generation": 2, "resourceVersion": "1"},
             "spec": {
                 "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
-                "template": {"metadata": {"labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability"}},
+                "template": {"metadata": {"labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability"},
+                                          "annotations": template_annotations(j)},
                              "spec": self.template_spec(j)},
                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
             },
@@ -173,7 +180,8 @@ impl Shape {
                          "labels": {"app.kubernetes.io/name": name, "controller-revision-hash": hash(j, generation)},
                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": uid(2, j, 0), "controller": true, "blockOwnerDeletion": true}]},
             "data": {"spec": {"template": {"$patch": "replace",
-                "metadata": {"labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability"}},
+                "metadata": {"labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability"},
+                             "annotations": template_annotations(j)},
                 "spec": self.template_spec(j)}}}
         }))
         .unwrap()
@@ -206,6 +214,7 @@ impl Shape {
                 "creationTimestamp": "2026-01-01T00:00:00Z",
                 "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability",
                            "controller-revision-hash": hash(j, 2), "pod-template-generation": "2"},
+                "annotations": template_annotations(j),
                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": uid(2, j, 0), "controller": true, "blockOwnerDeletion": true}]
             },
             "spec": spec,
