@@ -215,25 +215,28 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
 
 /// Whether `pod(decoded)` would equal `cached`, answered without allocating or
 /// interning: most pod events are status updates that change nothing the index keeps.
-/// Mirrors `pod` field by field; `tests/incremental.rs` checks that the two agree.
+/// Mirrors `pod` field by field, except what the API server never lets an update change
+/// (see [`pod_unchanged_but_uid`]); `tests/incremental.rs` checks that the two agree.
 pub fn pod_unchanged(decoded: &SlimPod, cached: &Pod) -> bool {
     decoded.metadata.uid.as_deref().is_some_and(|uid| cached.uid == *uid) && pod_unchanged_but_uid(decoded, cached)
 }
 
 /// [`pod_unchanged`] for a `cached` pod the caller found under the decoded pod's UID, so
 /// the UID is not parsed a second time on every status update.
+///
+/// Name, namespace and creation time are not compared: the API server refuses an update
+/// that changes them (`ValidateObjectMetaUpdate`), so the object under a UID keeps the
+/// ones it was cached with. Reading the cached name missed the cache on every status
+/// update: a fifth of the event time at 2,600,000 pods.
 pub fn pod_unchanged_but_uid(decoded: &SlimPod, cached: &Pod) -> bool {
     let meta = &decoded.metadata;
     let spec = decoded.spec.as_ref();
     let owner = controller(meta.owner_references.as_deref());
-    meta.name.as_deref() == Some(&*cached.id.name)
-        && meta.namespace.as_deref() == Some(&*cached.id.namespace)
-        && owner.map(|o| o.uid.as_str()) == cached.controller_uid.as_deref()
+    owner.map(|o| o.uid.as_str()) == cached.controller_uid.as_deref()
         // The revision hash is one of the labels.
         && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
         && spec.and_then(target_node_name) == cached.target_node.as_deref()
         && is_own_placement(&cached.own_placement, spec)
-        && meta.creation_timestamp.as_ref().map_or(0, seconds) == cached.created
         && deletion(meta) == cached.deletion.as_deref().copied()
         && decoded.is_terminal() == cached.terminal
 }
