@@ -103,6 +103,14 @@ struct Source {
     #[arg(long, env = "MISSCHEDULE_USE_APISERVER_CACHE", conflicts_with = "list_page_size")]
     use_apiserver_cache: bool,
 
+    /// Ask the API server to gzip its large responses (lists over 128 KiB), as Kubernetes
+    /// clients do unless told not to. Off by default: in a cluster the bytes are cheap, and
+    /// at level 1 the API server spends more CPU compressing a large list than encoding it,
+    /// while this exporter spends more inflating it than decoding it (docs/benchmarks.md).
+    /// A kubeconfig's `disable-compression: true` still turns it off.
+    #[arg(long, env = "MISSCHEDULE_APISERVER_COMPRESSION", global = true)]
+    apiserver_compression: bool,
+
     /// Objects per page of the initial lists and relists from etcd (limit/continue).
     /// Larger pages mean fewer round trips and more memory held at once.
     #[arg(long, env = "MISSCHEDULE_LIST_PAGE_SIZE", default_value_t = watch::DEFAULT_PAGE_SIZE, value_parser = clap::value_parser!(u32).range(1..=100_000))]
@@ -318,8 +326,9 @@ async fn run(cli: Cli) -> Outcome {
 }
 
 async fn connect(source: &Source) -> Result<kube::Client, (Failure, anyhow::Error)> {
-    let config =
+    let mut config =
         connect::config(source.kubeconfig.as_deref(), source.context.as_deref()).await.or_exit(Failure::Config)?;
+    config.disable_compression |= !source.apiserver_compression;
     connect::client(config).await.map_err(|e| {
         let failure = match e {
             ConnectError::Unreachable { .. } | ConnectError::Timeout { .. } => Failure::Unreachable,

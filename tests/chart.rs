@@ -205,17 +205,29 @@ fn hardened_defaults() {
 #[test]
 #[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn exporter_flags_come_from_values() {
-    let files = render(json!({"exporter": {"namespaces": ["a", "b"], "drainTaintKeys": ["example.com/drain", "x/*"],
-                                            "nfdManagers": ["nfd-master", "my-nfd"]}}));
-    let args = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0]["args"];
+    let args = |values: Value| {
+        let files = render(values);
+        let args = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0]["args"];
+        args.as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    let set = args(json!({"exporter": {"namespaces": ["a", "b"], "drainTaintKeys": ["example.com/drain", "x/*"],
+                                        "nfdManagers": ["nfd-master", "my-nfd"], "useApiserverCache": true,
+                                        "apiserverCompression": true}}));
     for expected in [
         "--namespace=a",
         "--namespace=b",
         "--drain-taint-keys=example.com/drain,x/*",
         "--nfd-managers=nfd-master,my-nfd",
+        "--use-apiserver-cache",
+        "--apiserver-compression",
     ] {
-        assert!(args.as_array().unwrap().iter().any(|a| a == expected), "{expected} not in {args}");
+        assert!(set.iter().any(|a| a == expected), "{expected} not in {set:?}");
     }
+    // The cache answers in one piece: no page size beside it.
+    assert!(!set.iter().any(|a| a.starts_with("--list-page-size")), "{set:?}");
+    let default = args(json!({}));
+    assert!(default.iter().any(|a| a == "--list-page-size=500"), "{default:?}");
+    assert!(!default.iter().any(|a| a == "--use-apiserver-cache" || a == "--apiserver-compression"), "{default:?}");
 }
 
 fn parse_yaml(path: &str) -> Value {

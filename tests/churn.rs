@@ -176,11 +176,13 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
     }
     println!("{expected_pods} daemon pods created in {:?}", started.elapsed());
 
-    // The initial list, from etcd (the default) and from the API server's watch cache
-    // (--use-apiserver-cache), alternated twice so that neither gains from going second.
-    let mut costs: [Vec<ListCost>; 2] = [Vec::new(), Vec::new()];
+    // The initial list, from etcd (the default), from the API server's watch cache
+    // (--use-apiserver-cache), and from etcd gzipped (--apiserver-compression), alternated
+    // twice so that none gains from its place.
+    let mut costs: [Vec<ListCost>; 3] = Default::default();
     for round in 0..2 {
-        for (way, flags) in [&[][..], &["--use-apiserver-cache"][..]].into_iter().enumerate() {
+        let ways: [&[&str]; 3] = [&[], &["--use-apiserver-cache"], &["--apiserver-compression"]];
+        for (way, flags) in ways.into_iter().enumerate() {
             costs[way].push(initial_list_cost(&cp, flags, &format!("list-{way}-{round}.log")).await);
         }
     }
@@ -195,9 +197,10 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
             mean(|c| c.etcd_cpu)
         )
     };
-    let (from_etcd, from_cache) = (list_cost(0), list_cost(1));
+    let (from_etcd, from_cache, gzipped) = (list_cost(0), list_cost(1), list_cost(2));
     println!(
-        "initial list from etcd: {from_etcd}; from the watch cache: {from_cache} (wall / exporter, API server, etcd CPU)"
+        "initial list from etcd: {from_etcd}; from the watch cache: {from_cache}; gzipped: {gzipped} \
+         (wall / exporter, API server, etcd CPU)"
     );
 
     let exporter = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--events"], &cp.dir.join("exporter.log"));
@@ -382,7 +385,8 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
              | Events written (`--events`) / allowed by the rate limit | {event_writes} ({event_objects} objects) / {allowed} | ≤ limit, one per transition |\n\
              | series equal a fresh exporter's | yes | yes |\n\
              | initial list from etcd (default): exporter wall to ready / CPU of exporter, API server, etcd (mean of 2) | {from_etcd} | |\n\
-             | initial list with `--use-apiserver-cache` (the watch cache), the same | {from_cache} | |\n",
+             | initial list with `--use-apiserver-cache` (the watch cache), the same | {from_cache} | |\n\
+             | initial list with `--apiserver-compression` (gzipped), the same | {gzipped} | |\n",
             churn_for.as_secs(),
             latencies.len(),
             ms(p50),
