@@ -1,7 +1,7 @@
 //! The shapes the exporter watches: Pods and Nodes with only the fields
 //! classification reads. serde skips everything else while parsing (containers,
-//! all of a pod's status but its phase, a pod's managedFields and most of a node's,
-//! node images…), which is most
+//! all of a pod's status but its phase, a pod's annotations and managedFields and
+//! most of a node's, owner references but their UID, node images…), which is most
 //! of each object's JSON, so lists decode several times faster and nothing large is
 //! ever allocated.
 //!
@@ -23,16 +23,19 @@ use crate::model::{PlacementSpec, TaintEffect, TolerationOperator, TolerationPar
 use crate::rules::eligibility::{DEFAULT_TOLERATIONS, NODE_NAME_FIELD};
 
 /// The metadata fields the exporter (and the watcher, for resourceVersion) uses.
-/// `managedFields` only for nodes (`M`): a pod's are skipped.
+/// `annotations` (`A`) and `managedFields` (`M`) only for nodes: a pod's are skipped.
+/// Of an owner reference only what `GetControllerOf` reads: its UID and controller flag.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", bound = "M: ManagedFields")]
-struct SlimMeta<M> {
+#[serde(rename_all = "camelCase", bound = "A: Kept<BTreeMap<String, String>>, M: Kept<Vec<ManagedFieldsEntry>>")]
+struct SlimMeta<A, M> {
     name: Option<String>,
     namespace: Option<String>,
     uid: Option<String>,
     resource_version: Option<String>,
     labels: Option<BTreeMap<String, String>>,
-    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    annotations: A,
+    #[serde(default, deserialize_with = "controller_references")]
     owner_references: Option<Vec<OwnerReference>>,
     creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
@@ -41,14 +44,20 @@ struct SlimMeta<M> {
     managed_fields: M,
 }
 
-/// How `managedFields` are read: skipped, or pruned to label and taint owners.
-trait ManagedFields: Default + de::DeserializeOwned {
-    fn into_entries(self) -> Option<Vec<ManagedFieldsEntry>>;
+/// A metadata field that one kind reads (into `T`) and the other skips (`IgnoredAny`).
+trait Kept<T>: Default + de::DeserializeOwned {
+    fn kept(self) -> Option<T>;
 }
 
-impl ManagedFields for IgnoredAny {
-    fn into_entries(self) -> Option<Vec<ManagedFieldsEntry>> {
+impl<T> Kept<T> for IgnoredAny {
+    fn kept(self) -> Option<T> {
         None
+    }
+}
+
+impl Kept<BTreeMap<String, String>> for Option<BTreeMap<String, String>> {
+    fn kept(self) -> Option<BTreeMap<String, String>> {
+        self
     }
 }
 
@@ -57,34 +66,57 @@ impl ManagedFields for IgnoredAny {
 #[serde(transparent)]
 struct LabelAndTaintOwners(#[serde(deserialize_with = "label_and_taint_owners")] Option<Vec<ManagedFieldsEntry>>);
 
-impl ManagedFields for LabelAndTaintOwners {
-    fn into_entries(self) -> Option<Vec<ManagedFieldsEntry>> {
+impl Kept<Vec<ManagedFieldsEntry>> for LabelAndTaintOwners {
+    fn kept(self) -> Option<Vec<ManagedFieldsEntry>> {
         self.0
     }
 }
 
+/// An owner reference as the exporter reads it; the rest (kind, name…) is never
+/// allocated.
+#[derive(Deserialize)]
+struct ControllerReference {
+    uid: String,
+    controller: Option<bool>,
+}
+
+fn controller_references<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<OwnerReference>>, D::Error> {
+    let references = Option::<Vec<ControllerReference>>::deserialize(deserializer)?;
+    Ok(references.map(|references| {
+        references
+            .into_iter()
+            .map(|r| OwnerReference { uid: r.uid, controller: r.controller, ..OwnerReference::default() })
+            .collect()
+    }))
+}
+
 fn slim_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
-    slim_meta_with::<D, IgnoredAny>(deserializer)
+    slim_meta_with::<D, IgnoredAny, IgnoredAny>(deserializer)
 }
 
 fn slim_node_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
-    slim_meta_with::<D, LabelAndTaintOwners>(deserializer)
+    slim_meta_with::<D, Option<BTreeMap<String, String>>, LabelAndTaintOwners>(deserializer)
 }
 
-fn slim_meta_with<'de, D: Deserializer<'de>, M: ManagedFields>(deserializer: D) -> Result<ObjectMeta, D::Error> {
-    let m = SlimMeta::<M>::deserialize(deserializer)?;
+fn slim_meta_with<'de, D, A, M>(deserializer: D) -> Result<ObjectMeta, D::Error>
+where
+    D: Deserializer<'de>,
+    A: Kept<BTreeMap<String, String>>,
+    M: Kept<Vec<ManagedFieldsEntry>>,
+{
+    let m = SlimMeta::<A, M>::deserialize(deserializer)?;
     Ok(ObjectMeta {
         name: m.name,
         namespace: m.namespace,
         uid: m.uid,
         resource_version: m.resource_version,
         labels: m.labels,
-        annotations: m.annotations,
+        annotations: m.annotations.kept(),
         owner_references: m.owner_references,
         creation_timestamp: m.creation_timestamp,
         deletion_timestamp: m.deletion_timestamp,
         deletion_grace_period_seconds: m.deletion_grace_period_seconds,
-        managed_fields: m.managed_fields.into_entries(),
+        managed_fields: m.managed_fields.kept(),
         ..ObjectMeta::default()
     })
 }
