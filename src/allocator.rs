@@ -44,13 +44,23 @@ pub fn purge() -> bool {
 #[cfg(test)]
 mod tests {
     /// The settings reach jemalloc only if the linker kept the symbol; its background thread
-    /// exists only if they did.
+    /// exists only if they did. jemalloc starts that thread asynchronously, so on a busy
+    /// machine it may not be there yet when the test begins: wait for it, a few seconds at most.
     #[test]
     fn jemalloc_runs_its_background_purge_thread() {
-        let names: Vec<String> = std::fs::read_dir("/proc/self/task")
-            .expect("procfs")
-            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-            .collect();
+        let threads = || -> Vec<String> {
+            std::fs::read_dir("/proc/self/task")
+                .expect("procfs")
+                .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+                .collect()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut names = threads();
+        while !names.iter().any(|n| n.trim() == "jemalloc_bg_thd") && std::time::Instant::now() < deadline {
+            std::hint::black_box(vec![0u8; 64 * 1024]);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            names = threads();
+        }
         assert!(names.iter().any(|n| n.trim() == "jemalloc_bg_thd"), "threads: {names:?}");
     }
 
