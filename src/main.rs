@@ -104,10 +104,10 @@ struct Source {
     use_apiserver_cache: bool,
 
     /// Ask the API server to gzip its large responses (lists over 128 KiB), as Kubernetes
-    /// clients do unless told not to. Off by default: in a cluster the bytes are cheap, and
-    /// at level 1 the API server spends more CPU compressing a large list than encoding it,
-    /// while this exporter spends more inflating it than decoding it (docs/benchmarks.md).
-    /// A kubeconfig's `disable-compression: true` still turns it off.
+    /// clients do unless told not to. Off by default: in a cluster the bytes are cheap and
+    /// the compression costs CPU at both ends; at 2,600,000 pods inflating the lists added
+    /// about a quarter to this exporter's CPU to ready (docs/benchmarks.md). For a slow or
+    /// metered link, turn it on. A kubeconfig's `disable-compression: true` still turns it off.
     #[arg(long, env = "MISSCHEDULE_APISERVER_COMPRESSION", global = true)]
     apiserver_compression: bool,
 
