@@ -78,9 +78,12 @@ carry the cluster-autoscaler's drain taint.
   again 3 s later with no activity, after jemalloc's background thread has run.
 - Scrapes: 8 client threads GET /metrics over loopback for 10 s, each opening a new
   connection per request, uncompressed, and reading into a buffer it keeps between
-  scrapes (as Prometheus's scrape pool does). Then 8 Prometheus-like clients (OpenMetrics, gzip,
-  one keep-alive connection each) for 10 s. Before those, one change to the index: the
-  rows say what rendering and compressing that new generation cost, once.
+  scrapes (as Prometheus's scrape pool does). The same clients then scrape the same bytes
+  from a bare hyper server (hyper's HTTP/1 connection and a body in memory, nothing else)
+  for 10 s: the floor under the plain figures on this machine, where the clients share the
+  server's two cores. Then 8 Prometheus-like clients (OpenMetrics, gzip, one keep-alive
+  connection each) for 10 s. Before those, one change to the index: the rows say what
+  rendering and compressing that new generation cost, once.
 - Events: watch events (80% pod status updates, 10% node heartbeats, 1% drain
   taints added or removed, 9% pods deleted and recreated), each encoded as the API
   server sends it and decoded into the watcher's shape (untimed), then applied through
