@@ -42,7 +42,7 @@ end_to_end=${end_to_end#$'\n\n'}
 # The live runs use the release exporter binary against the real control plane.
 bash tests/controlplane/controlplane.sh build
 live=$(mktemp); soak=$(mktemp)
-trap 'rm -f "$out" "$live" "$soak"' EXIT
+trap 'rm -f "$out" "$small" "$large" "$live" "$soak"' EXIT
 CHURN_NODES=1000 CHURN_SECONDS=60 RELIABILITY_REPORT=$live \
   cargo test --release --locked --test churn -- --include-ignored --nocapture
 CHURN_NODES=200 CHURN_SECONDS=${CHURN_SECONDS:-600} RELIABILITY_REPORT=$soak \
