@@ -38,6 +38,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use misschedule_exporter::http::negotiate;
 use serde::Deserialize;
 use serde_json::json;
 use synth::Shape;
@@ -153,11 +154,8 @@ async fn api(
     let start = query.continue_from.and_then(|c| c.parse().ok()).unwrap_or(0usize).min(total);
     let end = query.limit.filter(|&l| l > 0).map_or(total, |l| (start + l).min(total));
     let shape = server.shape;
-    let accepts_gzip = headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.split(',').any(|coding| coding.split(';').next().is_some_and(|c| c.trim() == "gzip")));
+    // Read as the exporter's own /metrics reads a scraper's header.
+    let accepts_gzip = negotiate::gzip(headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()));
     // Generating (and compressing) a page is CPU work: off the runtime's threads.
     let (page, raw_len, gzipped) = tokio::task::spawn_blocking(move || {
         let (api_version, list_kind) = kind.list_kind();
