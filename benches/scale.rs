@@ -31,7 +31,8 @@ use misschedule_exporter::index::{Index, Indexed};
 use misschedule_exporter::k8s::slim::{SlimNode, SlimPod};
 use misschedule_exporter::report::format::Format;
 use misschedule_exporter::report::metrics;
-use misschedule_exporter::telemetry::Shared;
+use misschedule_exporter::shared::Shared;
+use misschedule_exporter::telemetry::Telemetry;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use synth::Shape;
@@ -472,7 +473,9 @@ fn main() {
 
     // Scrapes under concurrent load.
     let shared = Arc::new(Shared::new(index));
-    let exposition = Arc::new(metrics::Exposition::new(shared.clone()));
+    let mut self_metrics = prometheus_client::registry::Registry::default();
+    Telemetry::default().register(&mut self_metrics, shared.clone());
+    let exposition = Arc::new(metrics::Exposition::new(shared.clone(), self_metrics));
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -515,7 +518,7 @@ fn main() {
     let mut relabelled = shape.node(0);
     relabelled.metadata.labels.get_or_insert_default().insert("bench.example/generation".into(), "2".into());
     let generation = shared.read().generation();
-    shared.write().apply(Event::Apply(decoded::<SlimNode>(&relabelled))).unwrap();
+    shared.update(|index| index.apply(Event::Apply(decoded::<SlimNode>(&relabelled)))).unwrap();
     assert_ne!(shared.read().generation(), generation, "the relabel must start a new generation");
     let started = Instant::now();
     exposition.body(Format::OpenMetrics, false).unwrap();

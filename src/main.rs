@@ -6,22 +6,25 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, anyhow};
-use clap::{Parser, Subcommand, ValueEnum};
-use misschedule_exporter::http::auth::Authenticator;
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use misschedule_exporter::cli::{self, Classification, Exit, LogFormat};
+use misschedule_exporter::clock::unix_now;
+use misschedule_exporter::http::auth::{Authenticator, ScrapeAuth};
+use misschedule_exporter::http::reload::{self, Reload};
 use misschedule_exporter::http::server;
 use misschedule_exporter::http::tls::ReloadingCert;
 use misschedule_exporter::http::token_review::TokenReviewer;
-use misschedule_exporter::index::{self, Index};
+use misschedule_exporter::index::Index;
 use misschedule_exporter::publish;
-use misschedule_exporter::report::explain::{self, render_table};
+use misschedule_exporter::report::explain::{self, Output, Selection};
 use misschedule_exporter::report::metrics;
-use misschedule_exporter::rules::attribution::{DEFAULT_NFD_MANAGERS, NfdManagers};
-use misschedule_exporter::rules::reason::{Conventions, DrainTaints};
-use misschedule_exporter::source::connect::{self, ConnectError};
+use misschedule_exporter::shared::Shared;
+use misschedule_exporter::source::connect;
 use misschedule_exporter::source::snapshot::Snapshot;
 use misschedule_exporter::source::watch;
-use misschedule_exporter::telemetry::{Shared, unix_now};
+use misschedule_exporter::telemetry::Telemetry;
+use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
 /// Tells Kubernetes operators why DaemonSet pods are misscheduled: each pod that
@@ -75,24 +78,12 @@ struct Source {
     #[arg(short = 'n', long, env = "MISSCHEDULE_NAMESPACE", value_delimiter = ',', global = true)]
     namespace: Vec<String>,
 
-    /// More taint keys that mean "node is being drained" (reason autoscaler_drain),
-    /// added to the built-in list. A trailing * matches a prefix.
-    #[arg(long, env = "MISSCHEDULE_DRAIN_TAINT_KEYS", value_delimiter = ',', global = true)]
-    drain_taint_keys: Vec<String>,
-
-    /// Field managers that are node-feature-discovery: a label or taint they own or
-    /// removed is reason nfd_change, whatever its name. Replaces the default list.
-    #[arg(long, env = "MISSCHEDULE_NFD_MANAGERS", value_delimiter = ',', global = true, default_values_t = DEFAULT_NFD_MANAGERS.map(String::from))]
-    nfd_managers: Vec<String>,
-
-    /// Server-side label selector for the pod watch. The DaemonSet controller puts
-    /// this label on every pod it creates, so non-daemon pods are never fetched.
-    #[arg(long, env = "MISSCHEDULE_POD_SELECTOR", default_value = "pod-template-generation", global = true)]
-    pod_selector: String,
+    #[command(flatten)]
+    classification: Classification,
 
     /// Seconds each watch call lasts before it is resumed; lower it below an idle
     /// timeout that a proxy or load balancer in front of the API server enforces.
-    #[arg(long, env = "MISSCHEDULE_WATCH_TIMEOUT_SECONDS", default_value_t = 290, value_parser = clap::value_parser!(u32).range(1..=290), global = true)]
+    #[arg(long, env = "MISSCHEDULE_WATCH_TIMEOUT_SECONDS", default_value_t = watch::DEFAULT_TIMEOUT_SECONDS, value_parser = clap::value_parser!(u32).range(1..=i64::from(watch::DEFAULT_TIMEOUT_SECONDS)), global = true)]
     watch_timeout_seconds: u32,
 
     /// Serve the initial lists and relists from the API server's watch cache
@@ -160,87 +151,41 @@ enum Command {
         /// Only this DaemonSet.
         #[arg(long)]
         daemonset: Option<String>,
-        /// Output format.
+        /// Output format: table, wide (with the suggested fix and the nodes each DaemonSet
+        /// skips), or the whole explanation as json or yaml.
         #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
         output: Output,
     },
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
+type Outcome = Result<Exit, (Exit, anyhow::Error)>;
+
+trait OrExit<T> {
+    fn or_exit(self, exit: Exit) -> Result<T, (Exit, anyhow::Error)>;
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Output {
-    Table,
-    Json,
-}
-
-/// Exit codes (docs/operations.md). clap uses 2 for usage errors.
-#[derive(Clone, Copy, Debug)]
-enum Failure {
-    Runtime = 1,
-    Config = 3,
-    Unreachable = 4,
-    Snapshot = 5,
-    Listen = 6,
-}
-
-type Outcome = Result<(), (Failure, anyhow::Error)>;
-
-trait Classify<T> {
-    fn or_exit(self, failure: Failure) -> Result<T, (Failure, anyhow::Error)>;
-}
-
-impl<T, E: Into<anyhow::Error>> Classify<T> for Result<T, E> {
-    fn or_exit(self, failure: Failure) -> Result<T, (Failure, anyhow::Error)> {
-        self.map_err(|e| (failure, e.into()))
+impl<T, E: Into<anyhow::Error>> OrExit<T> for Result<T, E> {
+    fn or_exit(self, exit: Exit) -> Result<T, (Exit, anyhow::Error)> {
+        self.map_err(|e| (exit, e.into()))
     }
 }
+
+/// How long `explain` waits for the caches' first lists.
+const EXPLAIN_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(Failure::Runtime as u8);
-        }
-    };
-    match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err((failure, error)) => {
-            eprintln!("error: {error:#}");
-            ExitCode::from(failure as u8)
-        }
-    }
-}
-
-fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    cli::init_tracing(cli.log_format, "info");
+    cli::run(run(cli))
 }
 
 async fn run(cli: Cli) -> Outcome {
     let source = &cli.source;
-    let mut index = Index::new(index::Config {
-        conventions: Conventions {
-            drain_taints: DrainTaints::with_extra(source.drain_taint_keys.iter().cloned()),
-            nfd_managers: NfdManagers::new(source.nfd_managers.iter().cloned()),
-        },
-        namespace_scopes: source.namespace.len(),
-    });
+    let mut index = source.classification.index(source.namespace.len());
     index.set_now(unix_now());
 
     let live = source.snapshot.is_empty();
+    let telemetry = Arc::new(Telemetry::default());
     let mut watches = None;
     let mut token_review = None;
     let mut events_client = None;
@@ -254,18 +199,17 @@ async fn run(cli: Cli) -> Outcome {
         }
         let shared = Arc::new(Shared::new(index));
         let config = watch::WatchConfig {
-            namespaces: source.namespace.clone(),
-            pod_selector: source.pod_selector.clone(),
             timeout_seconds: source.watch_timeout_seconds,
             page_size: source.list_page_size,
             from_apiserver_cache: source.use_apiserver_cache,
+            ..watch::WatchConfig::new(source.namespace.clone(), source.classification.pod_selector.clone())
         };
-        watches = Some(watch::spawn_all(client, &config, shared.clone()));
+        watches = Some(watch::spawn_all(client, &config, shared.clone(), telemetry.clone()));
         shared
     } else {
         Snapshot::read_files(&source.snapshot)
             .and_then(|snapshot| snapshot.load_into(&mut index, &source.namespace))
-            .or_exit(Failure::Snapshot)?;
+            .or_exit(Exit::Snapshot)?;
         warn_on_status_disagreement(&index);
         Arc::new(Shared::new(index))
     };
@@ -273,32 +217,28 @@ async fn run(cli: Cli) -> Outcome {
     match cli.command {
         Some(Command::Explain { daemonset, output }) => {
             if live {
-                wait_until_synced(&shared).await?;
+                shared.synced(EXPLAIN_SYNC_TIMEOUT).await.or_exit(Exit::Unreachable)?;
             }
-            let index = shared.read();
-            let explanation = explain::explain(&index, &source.namespace, daemonset.as_deref(), unix_now());
-            let text = match output {
-                Output::Table => render_table(&explanation),
-                Output::Json => serde_json::to_string_pretty(&explanation).or_exit(Failure::Runtime)? + "\n",
-            };
-            print!("{text}");
-            Ok(())
+            // The index holds only the namespaces asked for: the selection need not repeat them.
+            let selection = Selection { namespace: None, daemonset };
+            let explanation = explain::explain(&shared.read(), &selection, unix_now());
+            print!("{}", explain::print(&explanation, output).or_exit(Exit::Runtime)?);
+            Ok(Exit::Success)
         }
         None => {
             let web = &cli.web;
             let tls = match (&web.tls_cert_file, &web.tls_key_file) {
-                (Some(cert), Some(key)) => Some(ReloadingCert::load(cert, key).or_exit(Failure::Config)?),
+                (Some(cert), Some(key)) => Some(ReloadingCert::load(cert, key).or_exit(Exit::Config)?),
                 _ => None,
             };
-            let acceptor = tls.as_ref().map(ReloadingCert::acceptor).transpose().or_exit(Failure::Config)?;
+            let acceptor = tls.as_ref().map(ReloadingCert::acceptor).transpose().or_exit(Exit::Config)?;
             let basic = web.auth_basic_user.as_deref().zip(web.auth_basic_password_file.as_deref());
-            let credentials = Authenticator::load(web.auth_bearer_token_file.as_deref(), basic)
-                .or_exit(Failure::Config)?
-                .map(Arc::new);
+            let credentials =
+                Authenticator::load(web.auth_bearer_token_file.as_deref(), basic).or_exit(Exit::Config)?.map(Arc::new);
             let listener = TcpListener::bind(cli.listen)
                 .await
                 .with_context(|| format!("cannot listen on {}", cli.listen))
-                .or_exit(Failure::Listen)?;
+                .or_exit(Exit::Listen)?;
             tracing::info!(
                 listen = %cli.listen,
                 mode = if live { "live" } else { "snapshot" },
@@ -308,46 +248,37 @@ async fn run(cli: Cli) -> Outcome {
                 events = events_client.is_some(),
                 "serving /, /explain, /metrics, /healthz, /readyz"
             );
-            let reloader = (tls.is_some() || credentials.is_some()).then(|| {
+            let reloadable: Vec<Arc<dyn Reload>> = tls
+                .map(|cert| cert as Arc<dyn Reload>)
+                .into_iter()
+                .chain(credentials.clone().map(|auth| auth as Arc<dyn Reload>))
+                .collect();
+            let reloader = (!reloadable.is_empty()).then(|| {
                 let every = Duration::from_secs(web.credentials_reload_seconds);
-                tokio::spawn(server::reload_credentials(tls, credentials.clone(), shared.clone(), every))
+                tokio::spawn(reload::reload_credentials(reloadable, telemetry.clone(), every))
             });
-            let events = events_client.map(|client| tokio::spawn(publish::events::run(client, shared.clone())));
-            let exposition = Arc::new(metrics::Exposition::new(shared.clone()));
-            let router = server::router(shared, exposition, server::ScrapeAuth { credentials, token_review });
-            server::serve(listener, router, acceptor, shutdown_signal()).await.or_exit(Failure::Runtime)?;
+            let events = events_client
+                .map(|client| tokio::spawn(publish::events::run(client, shared.clone(), telemetry.clone())));
+            let mut self_metrics = Registry::default();
+            telemetry.register(&mut self_metrics, shared.clone());
+            let exposition = Arc::new(metrics::Exposition::new(shared.clone(), self_metrics));
+            let router = server::router(shared, exposition, ScrapeAuth { credentials, token_review });
+            server::serve(listener, router, acceptor, shutdown_signal()).await.or_exit(Exit::Runtime)?;
             reloader.inspect(|task| task.abort());
             events.inspect(|task| task.abort());
             drop(watches);
             tracing::info!("shut down");
-            Ok(())
+            Ok(Exit::Success)
         }
     }
 }
 
-async fn connect(source: &Source) -> Result<kube::Client, (Failure, anyhow::Error)> {
-    let mut config =
-        connect::config(source.kubeconfig.as_deref(), source.context.as_deref()).await.or_exit(Failure::Config)?;
+async fn connect(source: &Source) -> Result<kube::Client, (Exit, anyhow::Error)> {
+    let mut config = connect::config(source.kubeconfig.as_deref(), source.context.as_deref())
+        .await
+        .map_err(|e| ((&e).into(), e.into()))?;
     config.disable_compression |= !source.apiserver_compression;
-    connect::client(config).await.map_err(|e| {
-        let failure = match e {
-            ConnectError::Unreachable { .. } | ConnectError::Timeout { .. } => Failure::Unreachable,
-            ConnectError::Kubeconfig { .. } | ConnectError::Config(_) => Failure::Config,
-        };
-        (failure, e.into())
-    })
-}
-
-async fn wait_until_synced(shared: &Shared) -> Outcome {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while !shared.read().synced() {
-        if tokio::time::Instant::now() > deadline {
-            let waiting: Vec<_> = shared.not_ready().iter().map(|r| r.as_str()).collect();
-            return Err((Failure::Unreachable, anyhow!("caches did not sync within 120s: {}", waiting.join(", "))));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Ok(())
+    connect::client(config).await.map_err(|e| ((&e).into(), e.into()))
 }
 
 /// A snapshot's DaemonSet status is the controller's truth: say so when we disagree.

@@ -168,6 +168,7 @@ async fn scenarios_match_the_real_daemonset_controller() {
     )
     .await;
     record("taint-added").await;
+    plugin_honours_drain_taint_keys(cp.get("EXPORTER_KUBECONFIG"));
 
     // The DaemonSet drops the toleration that let ssd-agent stay on n2.
     admin.patch_daemonset("ssd-agent", json!({"spec": {"template": {"spec": {"tolerations": null}}}})).await;
@@ -504,6 +505,25 @@ fn kubectl_plugin(kubeconfig: &str) -> Command {
     let mut command = Command::new("kubectl");
     command.args(["misschedule", "--kubeconfig", kubeconfig]).env("PATH", path);
     command
+}
+
+/// `kubectl misschedule` classifies with the flags the exporter takes: a `--drain-taint-keys`
+/// key is a drain (`autoscaler_drain`) there too, while n2 carries the taint `dedicated`.
+fn plugin_honours_drain_taint_keys(kubeconfig: &str) {
+    let reasons = |extra: &[&str]| -> BTreeSet<(String, String)> {
+        let out = kubectl_plugin(kubeconfig).args(["-n", NS, "-o", "json"]).args(extra).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = answer["misscheduled"].as_array().unwrap().iter();
+        rows.map(|r| (r["daemonset"].as_str().unwrap().into(), r["reason"].as_str().unwrap().into())).collect()
+    };
+    let all = |reason: &str| -> BTreeSet<(String, String)> {
+        ["datadog-agent", "avx-agent", "zone-agent"].map(|ds| (ds.to_owned(), reason.to_owned())).into()
+    };
+    assert_eq!(reasons(&[]), all("taint_added"));
+    assert_eq!(reasons(&["--drain-taint-keys", "dedicated"]), all("autoscaler_drain"));
+    assert_eq!(reasons(&["--drain-taint-keys", "other,dedi*"]), all("autoscaler_drain"), "a prefix");
+    println!("kubectl misschedule: --drain-taint-keys turns the dedicated taint into a drain");
 }
 
 /// `kubectl misschedule -n NS -o json --watch` in the background, and the answers it printed

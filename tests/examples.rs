@@ -13,7 +13,7 @@ const AVX: &str = "feature.node.kubernetes.io/cpu-cpuid.AVX";
 fn load(name: &str) -> Index {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples").join(name);
     let mut index = Index::default();
-    index.set_now(misschedule_exporter::telemetry::unix_now());
+    index.set_now(misschedule_exporter::clock::unix_now());
     Snapshot::read_files(&[path]).unwrap().load_into(&mut index, &[]).unwrap();
     index
 }

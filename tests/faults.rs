@@ -15,7 +15,7 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use misschedule_exporter::index::Resource;
-use misschedule_exporter::telemetry::HEALTHY_AFTER_CLEAN;
+use misschedule_exporter::shared::HEALTHY_AFTER_CLEAN;
 use serde_json::{Value, json};
 use support::cluster::*;
 use support::http;

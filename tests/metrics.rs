@@ -5,9 +5,18 @@ mod support;
 use std::sync::Arc;
 
 use misschedule_exporter::report::metrics::Exposition;
-use misschedule_exporter::telemetry::Shared;
+use misschedule_exporter::shared::Shared;
+use misschedule_exporter::telemetry::Telemetry;
+use prometheus_client::registry::Registry;
 use serde_json::json;
 use support::*;
+
+/// `/metrics` as the exporter serves it: the classification, then the self-metrics.
+fn exposition(shared: &Arc<Shared>) -> Exposition {
+    let mut self_metrics = Registry::default();
+    Telemetry::default().register(&mut self_metrics, shared.clone());
+    Exposition::new(shared.clone(), self_metrics)
+}
 
 fn pod_info_lines(text: &str) -> Vec<&str> {
     text.lines().filter(|l| l.starts_with("daemonset_misscheduled_pod_info{")).collect()
@@ -18,10 +27,10 @@ fn every_change_shows_on_the_next_render() {
     let ds = daemonset("agent", json!({}));
     let index = cluster(vec![node("n1", &[], &[])], vec![ds.clone()], vec![], vec![daemon_pod(&ds, "n1", "h", true)]);
     let shared = Arc::new(Shared::new(index));
-    let exposition = Exposition::new(shared.clone());
+    let exposition = exposition(&shared);
 
     assert!(pod_info_lines(&exposition.render().unwrap()).is_empty());
-    apply(&mut shared.write(), node("n1", &[], &["ToBeDeletedByClusterAutoscaler=1:NoSchedule"]));
+    shared.update(|index| apply(index, node("n1", &[], &["ToBeDeletedByClusterAutoscaler=1:NoSchedule"])));
     let text = exposition.render().unwrap();
     assert_eq!(
         pod_info_lines(&text),
@@ -32,15 +41,16 @@ fn every_change_shows_on_the_next_render() {
     // Unchanged index: the same classification text, and the self-metrics still follow.
     assert_eq!(pod_info_lines(&exposition.render().unwrap()), pod_info_lines(&text));
     assert!(text.trim_end().ends_with("# EOF"));
+    assert!(text.contains("misschedule_exporter_cache_synced{resource=\"pods\"} 1"), "{text}");
     assert_eq!(text.matches("# EOF").count(), 1);
     // The cause goes away: so does the series, at once.
-    apply(&mut shared.write(), node("n1", &[], &[]));
+    shared.update(|index| apply(index, node("n1", &[], &[])));
     assert!(pod_info_lines(&exposition.render().unwrap()).is_empty());
     // A pod status update changes nothing the exporter reports.
     let generation = shared.read().generation();
     let mut running = daemon_pod(&ds, "n1", "h", true);
     running.status = Some(from(json!({"phase": "Running"})));
-    apply(&mut shared.write(), running);
+    shared.update(|index| apply(index, running));
     assert_eq!(shared.read().generation(), generation);
 }
 
@@ -54,7 +64,7 @@ fn label_values_are_escaped() {
         vec![],
         vec![daemon_pod(&ds, "n1", "h", true)],
     );
-    let text = Exposition::new(Arc::new(Shared::new(index))).render().unwrap();
+    let text = exposition(&Arc::new(Shared::new(index))).render().unwrap();
     let lines = pod_info_lines(&text);
     assert_eq!(lines.len(), 1, "{text}");
     assert!(lines[0].contains(r#"key="a\"b\\c\nd""#), "{}", lines[0]);

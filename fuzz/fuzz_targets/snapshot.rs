@@ -8,7 +8,7 @@ use std::sync::Arc;
 use libfuzzer_sys::fuzz_target;
 use misschedule_exporter::index::Index;
 use misschedule_exporter::report::metrics::Exposition;
-use misschedule_exporter::telemetry::Shared;
+use misschedule_exporter::shared::Shared;
 use misschedule_exporter::source::snapshot::Snapshot;
 
 fuzz_target!(|data: &[u8]| {
@@ -20,6 +20,6 @@ fuzz_target!(|data: &[u8]| {
     if snapshot.load_into(&mut index, &[]).is_err() {
         return;
     }
-    let text = Exposition::new(Arc::new(Shared::new(index))).render().expect("rendering never fails");
+    let text = Exposition::new(Arc::new(Shared::new(index)), Default::default()).render().expect("rendering never fails");
     assert!(text.ends_with("# EOF\n"));
 });

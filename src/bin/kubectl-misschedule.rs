@@ -11,13 +11,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use k8s_openapi::api::core::v1::Service;
-use misschedule_exporter::index::Index;
-use misschedule_exporter::report::explain::{self, Explanation, render};
-use misschedule_exporter::source::connect::{self, ConnectError};
-use misschedule_exporter::source::{list, watch};
-use misschedule_exporter::telemetry::{Shared, unix_now};
+use misschedule_exporter::cli::{self, Classification, Exit, LogFormat};
+use misschedule_exporter::clock::unix_now;
+use misschedule_exporter::report::explain::{self, Explanation, Output, Selection};
+use misschedule_exporter::shared::Shared;
+use misschedule_exporter::source::{connect, list, watch};
+use misschedule_exporter::telemetry::Telemetry;
 
 /// Why DaemonSet pods are misscheduled: pod, node, reason, the label or taint key, who
 /// changed it, and a suggested fix.
@@ -62,52 +63,25 @@ struct Cli {
     #[arg(long, value_name = "NAMESPACE/SERVICE[:PORT]")]
     from_exporter: Option<String>,
 
-    /// Label selector of the daemon pods (the DaemonSet controller sets it on every pod).
-    #[arg(long, default_value = "pod-template-generation")]
-    pod_selector: String,
+    #[command(flatten)]
+    classification: Classification,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Output {
-    Table,
-    Wide,
-    Json,
-    Yaml,
-}
+type Failure = (Exit, anyhow::Error);
 
-/// Exit codes: 1 is `--exit-code`'s "something is misscheduled"; clap uses 2.
-const MISSCHEDULED: u8 = 1;
-const CONFIG: u8 = 3;
-const UNREACHABLE: u8 = 4;
+/// `--watch` redraws at most this often, however fast the cluster changes.
+const WATCH_REDRAW_INTERVAL: Duration = Duration::from_millis(500);
+/// `--from-exporter --watch` asks the exporter this often.
+const EXPORTER_POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(UNREACHABLE);
-        }
-    };
-    match runtime.block_on(run(cli)) {
-        Ok(code) => ExitCode::from(code),
-        Err((code, error)) => {
-            eprintln!("error: {error:#}");
-            ExitCode::from(code)
-        }
-    }
+    cli::init_tracing(LogFormat::Text, "warn");
+    cli::run(run(cli))
 }
 
-type Failure = (u8, anyhow::Error);
-
-async fn run(cli: Cli) -> Result<u8, Failure> {
+async fn run(cli: Cli) -> Result<Exit, Failure> {
+    let connect_failure = |e: connect::ConnectError| (Exit::from(&e), anyhow::Error::from(e));
     let config = connect::config(cli.kubeconfig.as_deref(), cli.context.as_deref()).await.map_err(connect_failure)?;
     let namespace = if cli.all_namespaces {
         None
@@ -115,99 +89,57 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Some(cli.namespace.clone().unwrap_or_else(|| config.default_namespace.clone()))
     };
     let client = connect::client(config).await.map_err(connect_failure)?;
-    let filter = Filter { namespace, daemonset: cli.daemonset.clone() };
+    let selection = Selection { namespace, daemonset: cli.daemonset.clone() };
 
     if let Some(target) = &cli.from_exporter {
-        let target = ExporterService::parse(target).map_err(|e| (CONFIG, e))?;
+        let target = ExporterService::parse(target).map_err(|e| (Exit::Config, e))?;
         let mut screen = Screen::new(cli.output);
         loop {
-            let explanation = target.explain(&client, &filter).await.map_err(|e| (UNREACHABLE, e))?;
+            let explanation = target.explain(&client, &selection).await.map_err(|e| (Exit::Unreachable, e))?;
             if !cli.watch {
-                print!("{}", format(&explanation, cli.output).map_err(|e| (CONFIG, e))?);
-                return Ok(exit_code(&cli, &explanation));
+                return answer(&cli, &explanation);
             }
-            if !screen.show(explanation).map_err(|e| (CONFIG, e))? {
-                return Ok(0);
+            if !screen.show(explanation).map_err(|e| (Exit::Runtime, e))? {
+                return Ok(Exit::Success);
             }
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            tokio::time::sleep(EXPORTER_POLL_INTERVAL).await;
         }
     }
 
+    let namespaces: Vec<String> = selection.namespace.iter().cloned().collect();
+    let mut index = cli.classification.index(namespaces.len());
+    index.set_now(unix_now());
     if !cli.watch {
-        let mut index = Index::default();
-        index.set_now(unix_now());
-        list::list_into(&mut index, &client, filter.namespace.as_deref(), &cli.pod_selector)
+        list::list_into(&mut index, &client, selection.namespace(), &cli.classification.pod_selector)
             .await
-            .map_err(|e| (UNREACHABLE, e.into()))?;
-        let explanation = filter.explain(&index);
-        print!("{}", format(&explanation, cli.output).map_err(|e| (CONFIG, e))?);
-        return Ok(exit_code(&cli, &explanation));
+            .map_err(|e| (Exit::Unreachable, e.into()))?;
+        return answer(&cli, &explain::explain(&index, &selection, unix_now()));
     }
 
-    let mut index = Index::default();
-    index.set_now(unix_now());
     let shared = Arc::new(Shared::new(index));
-    let config = watch::WatchConfig {
-        namespaces: filter.namespace.iter().cloned().collect(),
-        pod_selector: cli.pod_selector.clone(),
-        timeout_seconds: 290,
-        page_size: watch::DEFAULT_PAGE_SIZE,
-        from_apiserver_cache: false,
-    };
-    let _watches = watch::spawn_all(client, &config, shared.clone());
+    let config = watch::WatchConfig::new(namespaces, cli.classification.pod_selector.clone());
+    let _watches = watch::spawn_all(client, &config, shared.clone(), Arc::new(Telemetry::default()));
     let mut screen = Screen::new(cli.output);
-    let mut seen = None;
-    loop {
+    let mut generations = shared.generations(WATCH_REDRAW_INTERVAL);
+    while generations.next().await.is_some() {
         let explanation = {
             let index = shared.read();
-            if index.synced() && seen != Some(index.generation()) {
-                seen = Some(index.generation());
-                Some(filter.explain(&index))
-            } else {
-                None
+            if !index.synced() {
+                continue;
             }
+            explain::explain(&index, &selection, unix_now())
         };
-        if let Some(explanation) = explanation
-            && !screen.show(explanation).map_err(|e| (CONFIG, e))?
-        {
-            return Ok(0);
+        if !screen.show(explanation).map_err(|e| (Exit::Runtime, e))? {
+            break;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    Ok(Exit::Success)
 }
 
-fn connect_failure(e: ConnectError) -> Failure {
-    let code = match e {
-        ConnectError::Unreachable { .. } | ConnectError::Timeout { .. } => UNREACHABLE,
-        ConnectError::Kubeconfig { .. } | ConnectError::Config(_) => CONFIG,
-    };
-    (code, e.into())
-}
-
-fn exit_code(cli: &Cli, explanation: &Explanation) -> u8 {
-    if cli.exit_code && !explanation.misscheduled.is_empty() { MISSCHEDULED } else { 0 }
-}
-
-struct Filter {
-    /// `None`: every namespace.
-    namespace: Option<String>,
-    daemonset: Option<String>,
-}
-
-impl Filter {
-    fn explain(&self, index: &Index) -> Explanation {
-        let namespaces: Vec<String> = self.namespace.iter().cloned().collect();
-        explain::explain(index, &namespaces, self.daemonset.as_deref(), unix_now())
-    }
-}
-
-fn format(explanation: &Explanation, output: Output) -> anyhow::Result<String> {
-    Ok(match output {
-        Output::Table => render(explanation, false),
-        Output::Wide => render(explanation, true),
-        Output::Json => serde_json::to_string_pretty(explanation)? + "\n",
-        Output::Yaml => serde_saphyr::to_string(explanation).context("cannot write YAML")?,
-    })
+/// Print the answer; with `--exit-code`, exit 1 when some pod is misscheduled.
+fn answer(cli: &Cli, explanation: &Explanation) -> Result<Exit, Failure> {
+    print!("{}", explain::print(explanation, cli.output).map_err(|e| (Exit::Runtime, e.into()))?);
+    Ok(if cli.exit_code && !explanation.misscheduled.is_empty() { Exit::Misscheduled } else { Exit::Success })
 }
 
 /// What `--watch` prints: each new answer (ages alone do not make one). On a terminal it
@@ -229,7 +161,7 @@ impl Screen {
         if self.shown.as_ref().is_some_and(|shown| shown.same_answer(&explanation)) {
             return Ok(true);
         }
-        let text = format(&explanation, self.output)?;
+        let text = explain::print(&explanation, self.output)?;
         let separator = match (self.terminal, self.output, self.shown.is_some()) {
             (true, _, _) => "\x1b[2J\x1b[H",
             (false, Output::Yaml, _) => "---\n",
@@ -282,16 +214,10 @@ impl ExporterService {
         Ok(format!("{}:{}", self.service, port.name.unwrap_or_else(|| port.port.to_string())))
     }
 
-    async fn explain(&self, client: &kube::Client, filter: &Filter) -> anyhow::Result<Explanation> {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        if let Some(ns) = &filter.namespace {
-            query.append_pair("namespace", ns);
-        }
-        if let Some(ds) = &filter.daemonset {
-            query.append_pair("daemonset", ds);
-        }
+    async fn explain(&self, client: &kube::Client, selection: &Selection) -> anyhow::Result<Explanation> {
         let service = self.with_port(client).await?;
-        let path = format!("/api/v1/namespaces/{}/services/{service}/proxy/explain?{}", self.namespace, query.finish());
+        let path =
+            format!("/api/v1/namespaces/{}/services/{service}/proxy/explain?{}", self.namespace, selection.to_query());
         let request = axum::http::Request::get(&path).body(Vec::new()).map_err(|e| anyhow!(e))?;
         let body = client
             .request_text(request)

@@ -1,13 +1,20 @@
 //! Optional bearer-token or basic authentication for `/metrics`, with the secrets read
 //! from files (re-read when they change) so they never appear in argv or the environment.
 
-use parking_lot::{Mutex, RwLock};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use parking_lot::{Mutex, RwLock};
 use subtle::ConstantTimeEq;
 
-use crate::http::reload::{FileError, WatchedFiles};
+use crate::http::reload::{FileError, Reload, WatchedFiles};
+use crate::http::token_review::{Decision, TokenReviewer};
+use crate::telemetry::CredentialFile;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -85,6 +92,59 @@ impl Authenticator {
         }
         false
     }
+}
+
+impl Reload for Authenticator {
+    fn file(&self) -> CredentialFile {
+        CredentialFile::Auth
+    }
+    fn reload_if_changed(&self) -> Result<bool, String> {
+        Authenticator::reload_if_changed(self).map_err(|e| e.to_string())
+    }
+}
+
+/// Who may read `/metrics`: holders of the configured credentials, and (with
+/// `token_review`) bearers of a token the API server authenticates and authorizes.
+/// Either is enough; with neither configured, anyone may.
+#[derive(Clone, Debug, Default)]
+pub struct ScrapeAuth {
+    pub credentials: Option<Arc<Authenticator>>,
+    pub token_review: Option<Arc<TokenReviewer>>,
+}
+
+impl ScrapeAuth {
+    pub fn is_required(&self) -> bool {
+        self.credentials.is_some() || self.token_review.is_some()
+    }
+}
+
+/// The middleware that lets a request through, or answers 401 with a challenge per method
+/// (or 403 when the API server authenticated the token but does not authorize it).
+pub(crate) async fn require_auth(State(auth): State<ScrapeAuth>, request: Request, next: Next) -> Response {
+    let presented = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
+    if auth.credentials.as_ref().is_some_and(|c| c.allows(presented)) {
+        return next.run(request).await;
+    }
+    let bearer = presented
+        .and_then(split_scheme)
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"bearer"))
+        .map(|(_, token)| token);
+    if let (Some(reviewer), Some(token)) = (&auth.token_review, bearer) {
+        match reviewer.review(token).await {
+            Decision::Allowed => return next.run(request).await,
+            Decision::Forbidden => return (StatusCode::FORBIDDEN, "forbidden\n").into_response(),
+            Decision::Unauthenticated => {}
+        }
+    }
+    let mut response = (StatusCode::UNAUTHORIZED, "unauthorized\n").into_response();
+    let static_challenges = auth.credentials.iter().flat_map(|c| c.challenges());
+    let review_challenge = auth.token_review.as_ref().map(|_| Authenticator::BEARER_CHALLENGE);
+    let mut challenges: Vec<&'static str> = static_challenges.chain(review_challenge).collect();
+    challenges.dedup();
+    for challenge in challenges {
+        response.headers_mut().append(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    }
+    response
 }
 
 fn secrets_from(

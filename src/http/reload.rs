@@ -1,9 +1,14 @@
-//! Small credential files (certificates, keys, tokens) that are re-read when they change.
+//! Small credential files (certificates, keys, tokens) that are re-read when they change,
+//! and the task that re-reads them.
 //!
 //! Polling the contents, rather than watching inodes, also catches Kubernetes' Secret
 //! volume updates, which swap a symlink instead of writing the file.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::telemetry::{CredentialFile, Telemetry};
 
 /// Credential files are small; anything larger is a mistake, not a credential.
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -55,5 +60,38 @@ impl<const N: usize> WatchedFiles<N> {
             *slot = std::fs::read(path).map_err(read_error)?;
         }
         Ok(out)
+    }
+}
+
+/// Credentials that re-read their files (the TLS certificate, the auth secrets).
+pub trait Reload: Send + Sync {
+    /// Which files, for the log and the self-metrics.
+    fn file(&self) -> CredentialFile;
+    /// `Ok(true)` when new credentials are in use; on error the previous ones stay.
+    fn reload_if_changed(&self) -> Result<bool, String>;
+}
+
+/// Re-read every credential every `every`, so rotated Secrets take effect without a
+/// restart. A bad rotation is logged and counted; the old credentials stay.
+pub async fn reload_credentials(credentials: Vec<Arc<dyn Reload>>, telemetry: Arc<Telemetry>, every: Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        for credential in &credentials {
+            let file = credential.file();
+            match credential.reload_if_changed() {
+                Ok(false) => {}
+                Ok(true) => {
+                    tracing::info!(file = file.as_str(), "reloaded");
+                    telemetry.record_reload(file, true);
+                }
+                Err(error) => {
+                    tracing::error!(file = file.as_str(), %error, "cannot reload; the previous credentials stay in use");
+                    telemetry.record_reload(file, false);
+                }
+            }
+        }
     }
 }

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
@@ -33,12 +33,11 @@ use tokio_rustls::TlsAcceptor;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::http::auth::{self, Authenticator};
-use crate::http::tls::ReloadingCert;
-use crate::http::token_review::{Decision, TokenReviewer};
+use crate::http::auth::{self, ScrapeAuth};
+use crate::http::state::AppState;
 use crate::http::{explain, negotiate};
 use crate::report::metrics::Exposition;
-use crate::telemetry::{CredentialFile, Shared};
+use crate::shared::Shared;
 
 /// Connections served at once; further clients wait in the listen backlog. Each holds
 /// at most a header buffer and a reference to the shared response text.
@@ -131,24 +130,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for StallGuard<S> {
     }
 }
 
-#[derive(Clone)]
-pub(crate) struct AppState {
-    pub(crate) shared: Arc<Shared>,
-    exposition: Arc<Exposition>,
-    /// Renders at once, one per core: more buys no speed, and each blocking thread keeps
-    /// its own stack and allocator cache (measured in docs/benchmarks.md).
-    pub(crate) renderers: Arc<Semaphore>,
-}
-
-/// Who may read `/metrics`: holders of the configured credentials, and (with
-/// `token_review`) bearers of a token the API server authenticates and authorizes.
-/// Either is enough; with neither configured, anyone may.
-#[derive(Clone, Debug, Default)]
-pub struct ScrapeAuth {
-    pub credentials: Option<Arc<Authenticator>>,
-    pub token_review: Option<Arc<TokenReviewer>>,
-}
-
 /// The routes. `auth` guards what reveals the cluster (`/metrics`, `/explain`, `/`), not
 /// the probes: they reveal nothing, and kubelet probes cannot present credentials.
 pub fn router(shared: Arc<Shared>, exposition: Arc<Exposition>, auth: ScrapeAuth) -> Router {
@@ -156,13 +137,13 @@ pub fn router(shared: Arc<Shared>, exposition: Arc<Exposition>, auth: ScrapeAuth
         .route("/metrics", get(metrics_handler))
         .route("/explain", get(explain::explain_json))
         .route("/", get(explain::landing_page));
-    if auth.credentials.is_some() || auth.token_review.is_some() {
-        guarded = guarded.route_layer(middleware::from_fn_with_state(auth, require_auth));
+    if auth.is_required() {
+        guarded = guarded.route_layer(middleware::from_fn_with_state(auth, auth::require_auth));
     }
     guarded
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready_handler))
-        .with_state(AppState { shared, exposition, renderers: Arc::new(Semaphore::new(render_threads())) })
+        .with_state(AppState::new(shared, exposition))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIMEOUT))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
 }
@@ -228,76 +209,6 @@ pub async fn serve(
         tracing::warn!(grace = ?SHUTDOWN_GRACE, "requests still in flight after the grace period; closing them");
     }
     Ok(())
-}
-
-/// Re-read the certificate and the auth secrets every `every`, so rotated Secrets take
-/// effect without a restart. A bad rotation is logged and counted; the old ones stay.
-pub async fn reload_credentials(
-    tls: Option<Arc<ReloadingCert>>,
-    auth: Option<Arc<Authenticator>>,
-    shared: Arc<Shared>,
-    every: Duration,
-) {
-    let mut ticks = tokio::time::interval(every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    ticks.tick().await;
-    loop {
-        ticks.tick().await;
-        if let Some(cert) = &tls {
-            let outcome = cert.reload_if_changed().map_err(|e| e.to_string());
-            report_reload(&shared, CredentialFile::Tls, outcome);
-        }
-        if let Some(auth) = &auth {
-            let outcome = auth.reload_if_changed().map_err(|e| e.to_string());
-            report_reload(&shared, CredentialFile::Auth, outcome);
-        }
-    }
-}
-
-fn report_reload(shared: &Shared, file: CredentialFile, outcome: Result<bool, String>) {
-    let name = file.as_str();
-    match outcome {
-        Ok(false) => {}
-        Ok(true) => {
-            tracing::info!(file = name, "reloaded");
-            shared.telemetry.record_reload(file, true);
-        }
-        Err(error) => {
-            tracing::error!(file = name, %error, "cannot reload; the previous credentials stay in use");
-            shared.telemetry.record_reload(file, false);
-        }
-    }
-}
-
-async fn require_auth(State(auth): State<ScrapeAuth>, request: Request, next: Next) -> Response {
-    let presented = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
-    if auth.credentials.as_ref().is_some_and(|c| c.allows(presented)) {
-        return next.run(request).await;
-    }
-    let bearer = presented
-        .and_then(auth::split_scheme)
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"bearer"))
-        .map(|(_, token)| token);
-    if let (Some(reviewer), Some(token)) = (&auth.token_review, bearer) {
-        match reviewer.review(token).await {
-            Decision::Allowed => return next.run(request).await,
-            Decision::Forbidden => return (StatusCode::FORBIDDEN, "forbidden\n").into_response(),
-            Decision::Unauthenticated => {}
-        }
-    }
-    let mut response = (StatusCode::UNAUTHORIZED, "unauthorized\n").into_response();
-    let static_challenges = auth.credentials.iter().flat_map(|c| c.challenges());
-    let review_challenge = auth.token_review.as_ref().map(|_| Authenticator::BEARER_CHALLENGE);
-    let mut challenges: Vec<&'static str> = static_challenges.chain(review_challenge).collect();
-    challenges.dedup();
-    for challenge in challenges {
-        response.headers_mut().append(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
-    }
-    response
-}
-
-fn render_threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 async fn metrics_handler(State(app): State<AppState>, headers: HeaderMap) -> Response {

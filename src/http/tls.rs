@@ -13,7 +13,8 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio_rustls::TlsAcceptor;
 
-use crate::http::reload::{FileError, WatchedFiles};
+use crate::http::reload::{FileError, Reload, WatchedFiles};
+use crate::telemetry::CredentialFile;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -73,6 +74,15 @@ impl ReloadingCert {
             .with_cert_resolver(self.clone());
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(TlsAcceptor::from(Arc::new(config)))
+    }
+}
+
+impl Reload for ReloadingCert {
+    fn file(&self) -> CredentialFile {
+        CredentialFile::Tls
+    }
+    fn reload_if_changed(&self) -> Result<bool, String> {
+        ReloadingCert::reload_if_changed(self).map_err(|e| e.to_string())
     }
 }
 

@@ -11,9 +11,9 @@
 mod adoption;
 mod daemonset;
 mod daemonset_state;
-mod kinds;
 mod node;
 mod pod;
+mod resource;
 mod revision;
 mod store;
 mod view;
@@ -21,7 +21,7 @@ mod view;
 use kube::runtime::watcher::Event;
 
 use self::daemonset_state::{DaemonSetState, Since};
-pub use self::kinds::{Indexed, Resource, Stored};
+pub use self::resource::{Indexed, Resource, Stored};
 pub use self::store::{Scope, Store};
 pub use self::view::{DaemonSetView, MisscheduledPod, nodes_by_reason};
 use crate::k8s::convert::ConvertError;
@@ -134,6 +134,9 @@ impl Index {
                 }
                 self.replaying = false;
                 K::Compact::store(self).synced_scopes.insert(scope.map(str::to_owned));
+                // A completed list changes what the index can claim (it may be synced now),
+                // even when it changed no object.
+                self.generation += 1;
                 self.interner.collect_garbage();
             }
         }

@@ -1,33 +1,71 @@
-//! Pod events: claim the pod for its owner (or the DaemonSet that adopts it) on its target
-//! node, and refresh only that (DaemonSet, node).
+//! Daemon pods, cached by UID: an event claims the pod for its owner (or the DaemonSet that
+//! adopts it) on its target node, and refreshes only that (DaemonSet, node).
 
-use super::Index;
+use super::{Index, Indexed, Resource, Store, Stored};
+use crate::k8s::convert::{self, ConvertError};
+use crate::k8s::slim::SlimPod;
+use crate::model::interner::Interner;
 use crate::model::{DaemonSet, Pod, Str, Uid};
 use crate::rules::eligibility::selector_matches;
 
-impl Index {
-    pub(super) fn upsert_pod(&mut self, pod: Box<Pod>) {
+impl Stored for Pod {
+    const RESOURCE: Resource = Resource::Pods;
+    type Key = Uid;
+
+    fn parse_key(raw: &str) -> Uid {
+        Uid::parse(raw)
+    }
+
+    fn key(&self) -> &Uid {
+        &self.uid
+    }
+
+    fn namespace(&self) -> Option<&Str> {
+        Some(&self.id.namespace)
+    }
+
+    fn store(index: &mut Index) -> &mut Store<Self> {
+        &mut index.pods
+    }
+
+    fn upsert(self: Box<Self>, index: &mut Index) {
+        let pod = self;
         // Most pod events are status updates, which leave the compact pod as it was.
-        if self.pods.objects.get(&pod.uid) == Some(&pod) {
+        if index.pods.objects.get(&pod.uid) == Some(&pod) {
             return;
         }
-        self.generation += 1;
-        let old = self.pods.objects.remove(&pod.uid);
+        index.generation += 1;
+        let old = index.pods.objects.remove(&pod.uid);
         // Unclaim and claim before refreshing, so that an update that keeps the
         // pod where it was does not reset when its node became misscheduled.
-        let touched = [old.as_ref().and_then(|o| self.unclaim(o)), self.claim(&pod)];
-        self.refresh_touched(touched.into_iter().flatten());
-        self.pods.objects.insert(pod.uid.clone(), pod);
+        let touched = [old.as_ref().and_then(|o| index.unclaim(o)), index.claim(&pod)];
+        index.refresh_touched(touched.into_iter().flatten());
+        index.pods.objects.insert(pod.uid.clone(), pod);
     }
 
-    pub(super) fn remove_pod(&mut self, uid: &Uid) {
-        let Some(pod) = self.pods.objects.remove(uid) else { return };
-        self.generation += 1;
-        self.contested.remove(uid);
-        let touched = self.unclaim(&pod);
-        self.refresh_touched(touched);
+    fn remove(index: &mut Index, uid: &Uid) {
+        let Some(pod) = index.pods.objects.remove(uid) else { return };
+        index.generation += 1;
+        index.contested.remove(uid);
+        let touched = index.unclaim(&pod);
+        index.refresh_touched(touched);
+    }
+}
+
+impl Indexed for SlimPod {
+    type Compact = Pod;
+
+    fn convert(&self, interner: &mut Interner) -> Result<Pod, ConvertError> {
+        convert::pod(self, interner)
     }
 
+    fn unchanged(&self, index: &Index) -> bool {
+        let cached = self.metadata.uid.as_deref().and_then(|uid| index.pods.objects.get(&Uid::parse(uid)));
+        cached.is_some_and(|cached| convert::pod_unchanged_but_uid(self, cached))
+    }
+}
+
+impl Index {
     /// Records ownership (or adoption) and the claim; returns the (DaemonSet, node)
     /// whose claim set grew.
     pub(super) fn claim(&mut self, pod: &Pod) -> Option<(Str, Str)> {

@@ -1,4 +1,8 @@
-//! Writes to the cluster: Events on DaemonSets about their misscheduled pods (`events`).
-//! I/O, like `http`; what to write is decided in `report::transitions`.
+//! Writes to the cluster: Kubernetes Events on DaemonSets, so `kubectl describe daemonset`
+//! says why. What an Event says, built from the index (`notice`), which notices are new
+//! (`transitions`) and how fast they may be written (`rate_limit`) are pure; `events` sends them.
 
 pub mod events;
+pub mod notice;
+pub mod rate_limit;
+pub mod transitions;

@@ -23,11 +23,6 @@ pub struct PodRow {
     pub since: String,
     pub age_seconds: i64,
     pub fix: String,
-    /// For Events: `regarding` and `related` need the UIDs (kubectl describe matches on them).
-    #[serde(skip)]
-    pub daemonset_uid: String,
-    #[serde(skip)]
-    pub pod_uid: String,
 }
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -58,15 +53,50 @@ impl Explanation {
     }
 }
 
-/// Rows for the DaemonSets that match the filters (namespace and name; empty means all).
-pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, now: Timestamp) -> Explanation {
+/// Which DaemonSets an explanation covers: the `/explain` and `/` query, and the
+/// `explain` and `kubectl misschedule` flags, which send it as that query to an exporter.
+/// Unknown query parameters are refused, so a typo is not read as "all".
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selection {
+    /// Only this namespace; none or empty (as an HTML form sends) means all.
+    pub namespace: Option<String>,
+    /// Only DaemonSets of this name.
+    pub daemonset: Option<String>,
+}
+
+impl Selection {
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref().filter(|s| !s.is_empty())
+    }
+
+    pub fn daemonset(&self) -> Option<&str> {
+        self.daemonset.as_deref().filter(|s| !s.is_empty())
+    }
+
+    pub fn covers(&self, namespace: &str, name: &str) -> bool {
+        self.namespace().is_none_or(|ns| ns == namespace) && self.daemonset().is_none_or(|ds| ds == name)
+    }
+
+    /// As a URL query string (`namespace=…&daemonset=…`; empty for everything).
+    pub fn to_query(&self) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        if let Some(ns) = self.namespace() {
+            query.append_pair("namespace", ns);
+        }
+        if let Some(ds) = self.daemonset() {
+            query.append_pair("daemonset", ds);
+        }
+        query.finish()
+    }
+}
+
+/// Rows for the DaemonSets `selection` covers.
+pub fn explain(index: &Index, selection: &Selection, now: Timestamp) -> Explanation {
     let mut out = Explanation::default();
-    let wanted = |ns: &str, name: &str| {
-        (namespaces.is_empty() || namespaces.iter().any(|n| n == ns)) && daemonset.is_none_or(|d| d == name)
-    };
     for view in index.daemonsets() {
         let id = &view.ds.id;
-        if !wanted(&id.namespace, &id.name) {
+        if !selection.covers(&id.namespace, &id.name) {
             continue;
         }
         for p in view.misscheduled_pods() {
@@ -81,8 +111,6 @@ pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, no
                 fix: fix_for(p.pod, reason, &key, p.node),
                 key,
                 manager: p.classification.manager.as_deref().unwrap_or_default().to_owned(),
-                daemonset_uid: view.ds.uid.to_string(),
-                pod_uid: p.pod.uid.to_string(),
                 since: rfc3339(p.since),
                 age_seconds: (now - p.since).max(0),
             });
@@ -101,7 +129,7 @@ pub fn explain(index: &Index, namespaces: &[String], daemonset: Option<&str>, no
 }
 
 /// The fix, said of an orphan too: it counts because the controller adopts it.
-fn fix_for(pod: &Pod, reason: Reason, key: &str, node: &str) -> String {
+pub fn fix_for(pod: &Pod, reason: Reason, key: &str, node: &str) -> String {
     let fix = suggested_fix(reason, key, node);
     if pod.controller_uid.is_some() {
         return fix;
@@ -149,13 +177,40 @@ pub fn human_age(seconds: i64) -> String {
     }
 }
 
-/// Aligned text tables: the pods with the suggested fix, then the skipped nodes.
-pub fn render_table(explanation: &Explanation) -> String {
-    render(explanation, true)
+/// How `explain -o` and `kubectl misschedule -o` print an explanation: one meaning each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// The pods: namespace, DaemonSet, pod, node, reason, key, manager, age.
+    #[default]
+    Table,
+    /// The pods with the suggested fix, then the nodes each DaemonSet skips.
+    Wide,
+    /// The whole explanation as JSON (the object `GET /explain` serves).
+    Json,
+    /// The same as YAML.
+    Yaml,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("cannot write JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("cannot write YAML: {0}")]
+    Yaml(#[from] serde_saphyr::SerializeError),
+}
+
+/// The explanation as `output` says.
+pub fn print(explanation: &Explanation, output: Output) -> Result<String, OutputError> {
+    Ok(match output {
+        Output::Table => render(explanation, false),
+        Output::Wide => render(explanation, true),
+        Output::Json => serde_json::to_string_pretty(explanation)? + "\n",
+        Output::Yaml => serde_saphyr::to_string(explanation)?,
+    })
 }
 
 /// Aligned text tables; `wide` adds the suggested fix and the nodes each DaemonSet skips.
-pub fn render(explanation: &Explanation, wide: bool) -> String {
+fn render(explanation: &Explanation, wide: bool) -> String {
     let mut out = String::new();
     if explanation.misscheduled.is_empty() {
         out.push_str("No misscheduled daemon pods.\n");
@@ -242,8 +297,6 @@ mod tests {
             since: "2026-11-23T00:00:00Z".into(),
             age_seconds,
             fix: "remove the taint".into(),
-            daemonset_uid: String::new(),
-            pod_uid: String::new(),
         }
     }
 

@@ -2,6 +2,12 @@
 //! Prometheus text format 0.0.4 (what a scraper gets unless it asks for OpenMetrics) differs
 //! from it, for what we expose, only in the lines rewritten here.
 
+use std::fmt;
+
+use prometheus_client::encoding::{DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::gauge::ConstGauge;
+
 /// A Prometheus exposition format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -18,6 +24,20 @@ impl Format {
             Format::Text => "text/plain; version=0.0.4; charset=utf-8",
         }
     }
+}
+
+/// One gauge family from its rows, as a `Collector` writes what it reads at scrape time.
+pub fn gauges<L: EncodeLabelSet, V: EncodeGaugeValue + fmt::Debug>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: impl IntoIterator<Item = (L, V)>,
+) -> fmt::Result {
+    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, value) in rows {
+        ConstGauge::new(value).encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
 }
 
 /// OpenMetrics text (as prometheus-client writes it) in the 0.0.4 text format:

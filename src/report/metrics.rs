@@ -1,5 +1,5 @@
 //! `/metrics`: the classification read from the index at scrape time (so no
-//! stale series can outlive their pod), plus the exporter's own telemetry.
+//! stale series can outlive their pod), followed by the exporter's own telemetry.
 
 use std::fmt;
 use std::sync::Arc;
@@ -9,17 +9,15 @@ use parking_lot::Mutex;
 
 use bytes::Bytes;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
-use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
 
-use crate::index::{MisscheduledPod, Resource, nodes_by_reason};
+use crate::index::{MisscheduledPod, nodes_by_reason};
 use crate::model::DaemonSet;
-use crate::report::format::{Format, openmetrics_to_text};
+use crate::report::format::{Format, gauges, openmetrics_to_text};
 use crate::report::gzip::{self, DeflateError, Deflated};
 use crate::rules::reason::Reason;
-use crate::telemetry::Shared;
+use crate::shared::Shared;
 
 /// What `/metrics` serves: the classification, rendered once per index generation
 /// and reused until the index changes (a scrape of 200,000 pods would otherwise
@@ -60,17 +58,16 @@ fn slot(format: Format) -> usize {
 }
 
 impl Exposition {
-    pub fn new(shared: Arc<Shared>) -> Self {
+    /// `self_metrics`: the exporter's own, rendered live after the classification
+    /// (`Telemetry::register`).
+    pub fn new(shared: Arc<Shared>, self_metrics: Registry) -> Self {
         let rendered_generation = Arc::new(AtomicU64::new(0));
         let mut classification = Registry::default();
         classification.register_collector(Box::new(ClusterCollector {
             shared: shared.clone(),
             rendered_generation: rendered_generation.clone(),
         }));
-        let mut telemetry = Registry::default();
-        shared.telemetry.register(&mut telemetry);
-        telemetry.register_collector(Box::new(SelfCollector { shared: shared.clone() }));
-        Self { shared, classification, telemetry, rendered_generation, cache: Mutex::new(None) }
+        Self { shared, classification, telemetry: self_metrics, rendered_generation, cache: Mutex::new(None) }
     }
 
     /// The body of a scrape, as chunks to send in order: the cached classification, then
@@ -139,25 +136,6 @@ fn text_of(rendered: &mut Rendered) -> Result<&Bytes, fmt::Error> {
 struct ClusterCollector {
     shared: Arc<Shared>,
     rendered_generation: Arc<AtomicU64>,
-}
-
-/// The exporter's own gauges that read the index and watch health.
-#[derive(Debug)]
-struct SelfCollector {
-    shared: Arc<Shared>,
-}
-
-fn gauges<L: EncodeLabelSet, V: prometheus_client::encoding::EncodeGaugeValue + fmt::Debug>(
-    encoder: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    rows: impl IntoIterator<Item = (L, V)>,
-) -> fmt::Result {
-    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-    for (labels, value) in rows {
-        ConstGauge::new(value).encode(metric.encode_family(&labels)?)?;
-    }
-    Ok(())
 }
 
 /// The labels every per-pod series has.
@@ -235,44 +213,6 @@ impl Collector for ClusterCollector {
             }),
         )?;
 
-        Ok(())
-    }
-}
-
-impl Collector for SelfCollector {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let index = self.shared.read();
-        let t = &self.shared.telemetry;
-        gauges(
-            &mut encoder,
-            "misschedule_exporter_cache_objects",
-            "Objects in the exporter's cache, by resource",
-            Resource::ALL.map(|r| ([("resource", r.as_str())], index.len(r) as i64)),
-        )?;
-        gauges(
-            &mut encoder,
-            "misschedule_exporter_cache_synced",
-            "1 once the resource's cache has completed its initial list",
-            Resource::ALL.map(|r| ([("resource", r.as_str())], i64::from(index.is_synced(r)))),
-        )?;
-        gauges(
-            &mut encoder,
-            "misschedule_exporter_watch_healthy",
-            "0 while the resource's watch is failing, until a relist has been watched cleanly for a few seconds (the cache meanwhile serves the last known state)",
-            Resource::ALL.map(|r| ([("resource", r.as_str())], i64::from(t.healthy(r)))),
-        )?;
-        gauges(
-            &mut encoder,
-            "misschedule_exporter_last_event_timestamp_seconds",
-            "When the last watch event for the resource arrived (unix seconds; 0 if none yet)",
-            Resource::ALL.map(|r| ([("resource", r.as_str())], t.last_event(r))),
-        )?;
-        gauges(
-            &mut encoder,
-            "misschedule_exporter_build_info",
-            "Build information",
-            [([("version", env!("CARGO_PKG_VERSION"))], 1)],
-        )?;
         Ok(())
     }
 }

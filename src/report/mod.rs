@@ -1,11 +1,9 @@
 //! What the index's views become: the `/metrics` families (`metrics`) in either text format
-//! (`format`), gzip-compressed in cached pieces (`gzip`), the explanation
-//! with suggested fixes (`explain`), the landing page that shows it (`page`), and which
-//! changes deserve a Kubernetes Event (`transitions`).
+//! (`format`), gzip-compressed in cached pieces (`gzip`), the explanation with suggested
+//! fixes and the ways it prints (`explain`), and the landing page that shows it (`page`).
 
 pub mod explain;
 pub mod format;
 pub mod gzip;
 pub mod metrics;
 pub mod page;
-pub mod transitions;

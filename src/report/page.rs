@@ -152,8 +152,6 @@ mod tests {
             since: "2026-11-22T10:00:00Z".into(),
             age_seconds: 300,
             fix: "restore it".into(),
-            daemonset_uid: String::new(),
-            pod_uid: String::new(),
         }
     }
 

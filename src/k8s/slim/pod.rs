@@ -1,125 +1,18 @@
-//! The shapes the exporter watches: Pods and Nodes with only the fields
-//! classification reads. serde skips everything else while parsing (containers,
-//! all of a pod's status but its phase, a pod's annotations and managedFields and
-//! most of a node's, owner references but their UID, node images…), which is most
-//! of each object's JSON, so lists decode several times faster and nothing large is
-//! ever allocated.
-//!
-//! They are ordinary `kube::Resource`s: the watcher and the snapshot reader
-//! decode straight into them.
+//! A daemon pod as the exporter reads it: metadata, the placement part of its spec, and
+//! whether its phase is terminal.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-
 use std::fmt;
 
-use k8s_openapi::api::core::v1::{Affinity, Node, Pod, PodSpec, Taint};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, OwnerReference, Time};
-use serde::de::{self, IgnoredAny, Visitor};
+use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::k8s::managed_fields::label_and_taint_owners;
+use super::meta::slim_meta;
 use crate::model::{PlacementSpec, TaintEffect, TolerationOperator, TolerationParts};
 use crate::rules::eligibility::{DEFAULT_TOLERATIONS, NODE_NAME_FIELD};
-
-/// The metadata fields the exporter (and the watcher, for resourceVersion) uses.
-/// `annotations` (`A`) and `managedFields` (`M`) only for nodes: a pod's are skipped.
-/// Of an owner reference only what `GetControllerOf` reads: its UID and controller flag.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", bound = "A: Kept<BTreeMap<String, String>>, M: Kept<Vec<ManagedFieldsEntry>>")]
-struct SlimMeta<A, M> {
-    name: Option<String>,
-    namespace: Option<String>,
-    uid: Option<String>,
-    resource_version: Option<String>,
-    labels: Option<BTreeMap<String, String>>,
-    #[serde(default)]
-    annotations: A,
-    #[serde(default, deserialize_with = "controller_references")]
-    owner_references: Option<Vec<OwnerReference>>,
-    creation_timestamp: Option<Time>,
-    deletion_timestamp: Option<Time>,
-    deletion_grace_period_seconds: Option<i64>,
-    #[serde(default)]
-    managed_fields: M,
-}
-
-/// A metadata field that one kind reads (into `T`) and the other skips (`IgnoredAny`).
-trait Kept<T>: Default + de::DeserializeOwned {
-    fn kept(self) -> Option<T>;
-}
-
-impl<T> Kept<T> for IgnoredAny {
-    fn kept(self) -> Option<T> {
-        None
-    }
-}
-
-impl Kept<BTreeMap<String, String>> for Option<BTreeMap<String, String>> {
-    fn kept(self) -> Option<BTreeMap<String, String>> {
-        self
-    }
-}
-
-/// A node's label and taint owners (`managed_fields`).
-#[derive(Default, Deserialize)]
-#[serde(transparent)]
-struct LabelAndTaintOwners(#[serde(deserialize_with = "label_and_taint_owners")] Option<Vec<ManagedFieldsEntry>>);
-
-impl Kept<Vec<ManagedFieldsEntry>> for LabelAndTaintOwners {
-    fn kept(self) -> Option<Vec<ManagedFieldsEntry>> {
-        self.0
-    }
-}
-
-/// An owner reference as the exporter reads it; the rest (kind, name…) is never
-/// allocated.
-#[derive(Deserialize)]
-struct ControllerReference {
-    uid: String,
-    controller: Option<bool>,
-}
-
-fn controller_references<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<OwnerReference>>, D::Error> {
-    let references = Option::<Vec<ControllerReference>>::deserialize(deserializer)?;
-    Ok(references.map(|references| {
-        references
-            .into_iter()
-            .map(|r| OwnerReference { uid: r.uid, controller: r.controller, ..OwnerReference::default() })
-            .collect()
-    }))
-}
-
-fn slim_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
-    slim_meta_with::<D, IgnoredAny, IgnoredAny>(deserializer)
-}
-
-fn slim_node_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
-    slim_meta_with::<D, Option<BTreeMap<String, String>>, LabelAndTaintOwners>(deserializer)
-}
-
-fn slim_meta_with<'de, D, A, M>(deserializer: D) -> Result<ObjectMeta, D::Error>
-where
-    D: Deserializer<'de>,
-    A: Kept<BTreeMap<String, String>>,
-    M: Kept<Vec<ManagedFieldsEntry>>,
-{
-    let m = SlimMeta::<A, M>::deserialize(deserializer)?;
-    Ok(ObjectMeta {
-        name: m.name,
-        namespace: m.namespace,
-        uid: m.uid,
-        resource_version: m.resource_version,
-        labels: m.labels,
-        annotations: m.annotations.kept(),
-        owner_references: m.owner_references,
-        creation_timestamp: m.creation_timestamp,
-        deletion_timestamp: m.deletion_timestamp,
-        deletion_grace_period_seconds: m.deletion_grace_period_seconds,
-        managed_fields: m.managed_fields.kept(),
-        ..ObjectMeta::default()
-    })
-}
 
 /// A daemon pod: metadata plus the placement part of its spec.
 #[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
@@ -308,27 +201,6 @@ fn taint_effect<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Tai
     parsed_str(deserializer, TaintEffect::parse_optional)
 }
 
-/// A node: metadata (with who owns its labels and taints) plus its taints.
-#[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
-#[resource(inherit = Node)]
-pub struct SlimNode {
-    #[serde(deserialize_with = "slim_node_meta", default)]
-    pub metadata: ObjectMeta,
-    #[serde(default)]
-    pub spec: Option<NodeTaintsSpec>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct NodeTaintsSpec {
-    pub taints: Option<Vec<Taint>>,
-}
-
-impl SlimNode {
-    pub fn taints(&self) -> &[Taint] {
-        self.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default()
-    }
-}
-
 /// Full objects (tests, tools) convert to the watched shapes.
 impl From<Pod> for SlimPod {
     fn from(pod: Pod) -> Self {
@@ -378,12 +250,6 @@ impl From<Affinity> for PodAffinity {
                 }),
             }),
         }
-    }
-}
-
-impl From<Node> for SlimNode {
-    fn from(node: Node) -> Self {
-        Self { metadata: node.metadata, spec: node.spec.map(|s| NodeTaintsSpec { taints: s.taints }) }
     }
 }
 

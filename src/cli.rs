@@ -1,0 +1,178 @@
+//! What both command lines share: the flags that decide classification, the exit codes,
+//! and the process around `main` (logging, the async runtime, the one `error:` line).
+//! The exporter, its `explain` and `kubectl misschedule` parse these once, the same way, so
+//! they can never classify differently.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::process::ExitCode;
+
+use crate::index::{self, Index};
+use crate::rules::attribution::{DEFAULT_NFD_MANAGERS, NfdManagers};
+use crate::rules::reason::{Conventions, DrainTaints};
+use crate::source::connect::ConnectError;
+use crate::source::watch::DEFAULT_POD_SELECTOR;
+
+/// The flags that change what a pod's reason is, or which pods are read.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Classification {
+    /// More taint keys that mean "node is being drained" (reason autoscaler_drain),
+    /// added to the built-in list. A trailing * matches a prefix.
+    #[arg(long, env = "MISSCHEDULE_DRAIN_TAINT_KEYS", value_delimiter = ',', global = true)]
+    pub drain_taint_keys: Vec<String>,
+
+    /// Field managers that are node-feature-discovery: a label or taint they own or
+    /// removed is reason nfd_change, whatever its name. Replaces the default list.
+    #[arg(long, env = "MISSCHEDULE_NFD_MANAGERS", value_delimiter = ',', global = true, default_values_t = DEFAULT_NFD_MANAGERS.map(String::from))]
+    pub nfd_managers: Vec<String>,
+
+    /// Server-side label selector for the daemon pods. The DaemonSet controller puts
+    /// this label on every pod it creates, so non-daemon pods are never fetched.
+    #[arg(long, env = "MISSCHEDULE_POD_SELECTOR", default_value = DEFAULT_POD_SELECTOR, global = true)]
+    pub pod_selector: String,
+}
+
+impl Classification {
+    pub fn conventions(&self) -> Conventions {
+        Conventions {
+            drain_taints: DrainTaints::with_extra(self.drain_taint_keys.iter().cloned()),
+            nfd_managers: NfdManagers::new(self.nfd_managers.iter().cloned()),
+        }
+    }
+
+    /// An empty index that classifies by these flags, fed by one stream per namespace in
+    /// `namespace_scopes` (0: one stream for all).
+    pub fn index(&self, namespace_scopes: usize) -> Index {
+        Index::new(index::Config { conventions: self.conventions(), namespace_scopes })
+    }
+}
+
+/// How a process ends: a contract scripts depend on (docs/operations.md). clap exits with 2
+/// on a bad command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Done: served until a signal, or answered.
+    Success,
+    /// `kubectl misschedule --exit-code`: some pod is misscheduled.
+    Misscheduled,
+    /// An unexpected failure at run time.
+    Runtime,
+    /// Unusable configuration: kubeconfig, context, credentials files, flag values.
+    Config,
+    /// The API server, a list, or an exporter could not be read.
+    Unreachable,
+    /// A snapshot file cannot be read or parsed.
+    Snapshot,
+    /// The listen address cannot be bound.
+    Listen,
+}
+
+impl Exit {
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::Misscheduled | Exit::Runtime => 1,
+            Exit::Config => 3,
+            Exit::Unreachable => 4,
+            Exit::Snapshot => 5,
+            Exit::Listen => 6,
+        }
+    }
+}
+
+impl From<&ConnectError> for Exit {
+    fn from(error: &ConnectError) -> Self {
+        match error {
+            ConnectError::Unreachable { .. } | ConnectError::Timeout { .. } => Exit::Unreachable,
+            ConnectError::Kubeconfig { .. } | ConnectError::Config(_) => Exit::Config,
+        }
+    }
+}
+
+/// How log lines are written on stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Logs on stderr at `default_level` unless `RUST_LOG` says otherwise.
+pub fn init_tracing(format: LogFormat, default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Runs `main` on a multi-threaded runtime. A failure is printed as one line on stderr,
+/// `error: …` with its causes, and exits with its code.
+pub fn run<E: Display>(main: impl Future<Output = Result<Exit, (Exit, E)>>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(Exit::Runtime.code());
+        }
+    };
+    let exit = match runtime.block_on(main) {
+        Ok(exit) => exit,
+        Err((exit, error)) => {
+            eprintln!("error: {error:#}");
+            exit
+        }
+    };
+    ExitCode::from(exit.code())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        classification: Classification,
+    }
+
+    #[test]
+    fn the_defaults_are_the_documented_ones() {
+        let flags = Flags::try_parse_from(["x"]).unwrap().classification;
+        assert_eq!(flags.pod_selector, "pod-template-generation");
+        assert_eq!(flags.nfd_managers, DEFAULT_NFD_MANAGERS.map(String::from));
+        let conventions = flags.conventions();
+        assert!(conventions.drain_taints.matches("ToBeDeletedByClusterAutoscaler"));
+        assert!(!conventions.drain_taints.matches("dedicated"));
+    }
+
+    #[test]
+    fn drain_keys_and_nfd_managers_reach_the_conventions() {
+        let flags = Flags::try_parse_from(["x", "--drain-taint-keys", "dedicated,spot/*", "--nfd-managers", "my-nfd"])
+            .unwrap()
+            .classification;
+        let conventions = flags.conventions();
+        assert!(conventions.drain_taints.matches("dedicated"));
+        assert!(conventions.drain_taints.matches("spot/reclaim"));
+        assert!(conventions.nfd_managers.contains("my-nfd"));
+        assert!(!conventions.nfd_managers.contains(DEFAULT_NFD_MANAGERS[0]), "the list replaces the defaults");
+    }
+
+    #[test]
+    fn exit_codes_are_the_documented_ones() {
+        let codes = [
+            Exit::Success,
+            Exit::Misscheduled,
+            Exit::Runtime,
+            Exit::Config,
+            Exit::Unreachable,
+            Exit::Snapshot,
+            Exit::Listen,
+        ]
+        .map(Exit::code);
+        assert_eq!(codes, [0, 1, 1, 3, 4, 5, 6]);
+    }
+}

@@ -1,0 +1,88 @@
+//! The four watched resources, and how each enters the index: the wire types decode into a
+//! compact model type (`Indexed`), which the index stores under its key (`Stored`). Each
+//! kind's implementations are in its own file (`node.rs`, `daemonset.rs`, `revision.rs`,
+//! `pod.rs`).
+
+use super::{Index, Store};
+use crate::k8s::convert::{self, ConvertError};
+use crate::model::Str;
+use crate::model::interner::Interner;
+
+/// The four watched resources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Resource {
+    Nodes,
+    DaemonSets,
+    ControllerRevisions,
+    Pods,
+}
+
+impl Resource {
+    pub const ALL: [Resource; 4] =
+        [Resource::Nodes, Resource::DaemonSets, Resource::ControllerRevisions, Resource::Pods];
+
+    /// The API kind, for messages.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Resource::Nodes => "Node",
+            Resource::DaemonSets => "DaemonSet",
+            Resource::ControllerRevisions => "ControllerRevision",
+            Resource::Pods => "Pod",
+        }
+    }
+
+    /// The API resource name, as the `resource` label spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resource::Nodes => "nodes",
+            Resource::DaemonSets => "daemonsets",
+            Resource::ControllerRevisions => "controllerrevisions",
+            Resource::Pods => "pods",
+        }
+    }
+}
+
+/// A compact model type the index stores: its store, its key, and the index's own
+/// bookkeeping when one comes or goes.
+pub trait Stored: Sized {
+    const RESOURCE: Resource;
+    /// Nodes are keyed by name, everything else by UID.
+    type Key: Clone + Eq + std::hash::Hash + std::fmt::Debug;
+    fn key(&self) -> &Self::Key;
+    /// The key as the metadata spells it.
+    fn parse_key(raw: &str) -> Self::Key;
+    /// `None` for cluster-scoped objects.
+    fn namespace(&self) -> Option<&Str>;
+    fn store(index: &mut Index) -> &mut Store<Self>;
+    fn upsert(self: Box<Self>, index: &mut Index);
+    fn remove(index: &mut Index, key: &Self::Key);
+}
+
+/// A wire type the watchers and the snapshot reader decode and the index takes.
+pub trait Indexed: kube::Resource<DynamicType = ()> + Sized {
+    type Compact: Stored;
+    const RESOURCE: Resource = <Self::Compact as Stored>::RESOURCE;
+
+    fn convert(&self, interner: &mut Interner) -> Result<Self::Compact, ConvertError>;
+
+    /// Whether the index already holds exactly what `convert` would produce, so the event
+    /// can be skipped without converting. `false` when unsure.
+    fn unchanged(&self, _index: &Index) -> bool {
+        false
+    }
+
+    /// The cache key, straight from the metadata (a delete needs nothing more): nodes are
+    /// cached by name, everything else by UID.
+    fn raw_key(&self) -> Result<&str, ConvertError> {
+        let meta = self.meta();
+        let (key, field) = match Self::RESOURCE {
+            Resource::Nodes => (meta.name.as_deref(), "metadata.name"),
+            _ => (meta.uid.as_deref(), "metadata.uid"),
+        };
+        key.filter(|k| !k.is_empty()).ok_or_else(|| ConvertError {
+            kind: Self::RESOURCE.kind(),
+            name: convert::describe(meta),
+            problem: format!("missing {field}"),
+        })
+    }
+}

@@ -1,0 +1,170 @@
+//! What an Event says: a `Notice` per subject the index has something to say about (today,
+//! each misscheduled pod), built from the same views and fixes as the explanation. Pure.
+
+use crate::index::Index;
+use crate::model::{ObjectRef, Str, Uid};
+use crate::report::explain::fix_for;
+use crate::rules::reason::Reason;
+
+/// Which Event a notice becomes: its `reason`, what
+/// `kubectl get events --field-selector reason=…` finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A pod became misscheduled, or its verdict changed.
+    Misscheduled,
+}
+
+impl Kind {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Kind::Misscheduled => "Misscheduled",
+        }
+    }
+}
+
+/// What a notice is about: a transition is a new verdict for the same subject.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Subject {
+    Pod(Uid),
+}
+
+/// What a notice says of its subject; a change of any part is a new Event.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Verdict {
+    pub reason: Reason,
+    pub key: Str,
+    /// The field manager that made the change, when known.
+    pub manager: Option<Str>,
+}
+
+/// An object an Event refers to; `kubectl describe` matches on the UID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub id: ObjectRef,
+    pub uid: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notice {
+    pub kind: Kind,
+    pub subject: Subject,
+    pub verdict: Verdict,
+    /// The DaemonSet the Event is written on.
+    pub regarding: Target,
+    /// The pod, for a misscheduled pod.
+    pub related: Option<Target>,
+    pub node: Str,
+    pub fix: String,
+}
+
+/// The Event's note is at most 1 kB, as the API requires: what `kubectl describe ds` shows.
+pub const MAX_NOTE_BYTES: usize = 1024;
+
+impl Notice {
+    /// The Event's note.
+    pub fn note(&self) -> String {
+        let v = &self.verdict;
+        let manager = v.manager.as_ref().map(|m| format!(", changed by {m}")).unwrap_or_default();
+        let pod = self.related.as_ref().map_or("", |pod| &pod.id.name);
+        let text = match self.kind {
+            Kind::Misscheduled => format!(
+                "Pod {pod} on node {} is misscheduled: reason {}, key {}{manager}. Fix: {}",
+                self.node, v.reason, v.key, self.fix
+            ),
+        };
+        truncate(text, MAX_NOTE_BYTES)
+    }
+
+    /// The Event's action: the reason in the API's PascalCase, word by word
+    /// (`daemonset_changed` is `DaemonsetChanged`, as it always was).
+    pub fn action(&self) -> &'static str {
+        action(self.verdict.reason)
+    }
+}
+
+fn action(reason: Reason) -> &'static str {
+    match reason {
+        Reason::AutoscalerDrain => "AutoscalerDrain",
+        Reason::DaemonSetChanged => "DaemonsetChanged",
+        Reason::NfdChange => "NfdChange",
+        Reason::TaintAdded => "TaintAdded",
+        Reason::LabelDrift => "LabelDrift",
+        Reason::NodeNameMismatch => "NodeNameMismatch",
+    }
+}
+
+/// One notice per misscheduled pod, in the explanation's order.
+pub fn misscheduled(index: &Index) -> Vec<Notice> {
+    let mut out = Vec::new();
+    for view in index.daemonsets() {
+        let regarding = Target { id: view.ds.id.clone(), uid: view.ds.uid.to_string() };
+        for p in view.misscheduled_pods() {
+            let c = p.classification;
+            out.push(Notice {
+                kind: Kind::Misscheduled,
+                subject: Subject::Pod(p.pod.uid.clone()),
+                fix: fix_for(p.pod, c.reason, &c.key, p.node),
+                verdict: Verdict { reason: c.reason, key: c.key, manager: c.manager },
+                regarding: regarding.clone(),
+                related: Some(Target { id: p.pod.id.clone(), uid: p.pod.uid.to_string() }),
+                node: p.node.clone(),
+            });
+        }
+    }
+    out
+}
+
+fn truncate(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut at = max - '…'.len_utf8();
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        text.truncate(at);
+        text.push('…');
+    }
+    text
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A misscheduled pod's notice, as `misscheduled` builds it.
+    pub(crate) fn notice(uid: u8, reason: Reason, key: &str, manager: Option<&str>) -> Notice {
+        let uid = Uid::parse(&format!("00000000-0000-0000-0000-0000000000{uid:02x}"));
+        let id = |name: String| ObjectRef { namespace: "ns".into(), name: name.into() };
+        Notice {
+            kind: Kind::Misscheduled,
+            subject: Subject::Pod(uid.clone()),
+            verdict: Verdict { reason, key: key.into(), manager: manager.map(Str::from) },
+            regarding: Target { id: id("agent".into()), uid: "ds-uid".into() },
+            related: Some(Target { id: id(format!("agent-{uid}")), uid: uid.to_string() }),
+            node: "n1".into(),
+            fix: "do it".into(),
+        }
+    }
+
+    #[test]
+    fn note_names_everything_and_fits_the_api_limit() {
+        let n = notice(1, Reason::LabelDrift, "gpu", Some("kubectl-label"));
+        assert_eq!(
+            n.note(),
+            "Pod agent-00000000-0000-0000-0000-000000000001 on node n1 is misscheduled: reason label_drift, key gpu, changed by kubectl-label. Fix: do it"
+        );
+        assert!(!notice(1, Reason::LabelDrift, "gpu", None).note().contains("changed by"));
+        let mut long = notice(1, Reason::LabelDrift, "gpu", None);
+        long.fix = "é".repeat(2000);
+        let note = long.note();
+        assert!(note.len() <= MAX_NOTE_BYTES && note.ends_with('…'), "{}", note.len());
+    }
+
+    #[test]
+    fn each_action_is_its_reason_in_pascal_case() {
+        for reason in Reason::ALL {
+            let pascal: String =
+                reason.as_str().split('_').map(|word| word[..1].to_ascii_uppercase() + &word[1..]).collect();
+            assert_eq!(action(reason), pascal, "{reason}");
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! What the watch tasks, the HTTP edge, the Event publisher and the collectors share: the
+//! index behind one lock, each new generation of it on a channel, and readiness.
+//!
+//! Writers go through [`Shared::update`], which publishes the index's generation once the
+//! lock is released, so readers wait on [`Shared::subscribe`] instead of polling. The index is
+//! only ever mutated through methods that leave it consistent, and parking_lot's locks do
+//! not poison, so a panic elsewhere cannot take `/metrics` down with it.
+
+mod readiness;
+
+use std::time::Duration;
+
+use parking_lot::{RwLock, RwLockReadGuard};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+pub use self::readiness::{HEALTHY_AFTER_CLEAN, Readiness, WatchHealth};
+use crate::index::{Index, Resource};
+
+#[derive(Debug)]
+pub struct Shared {
+    index: RwLock<Index>,
+    generation: watch::Sender<u64>,
+    pub readiness: Readiness,
+}
+
+/// The caches did not complete their first lists in time.
+#[derive(Debug, thiserror::Error)]
+#[error("caches did not sync within {}s: {}", .waited.as_secs(), .waiting.join(", "))]
+pub struct NotSynced {
+    pub waited: Duration,
+    pub waiting: Vec<&'static str>,
+}
+
+impl Shared {
+    pub fn new(index: Index) -> Self {
+        let (generation, _) = watch::channel(index.generation());
+        Self { index: RwLock::new(index), generation, readiness: Readiness::default() }
+    }
+
+    pub fn read(&self) -> RwLockReadGuard<'_, Index> {
+        self.index.read()
+    }
+
+    /// The index itself, once nothing else shares it (the scale bench times events on it
+    /// without the lock).
+    pub fn into_index(self) -> Index {
+        self.index.into_inner()
+    }
+
+    /// Change the index, then tell the subscribers if its generation moved.
+    pub fn update<R>(&self, change: impl FnOnce(&mut Index) -> R) -> R {
+        let (result, generation) = {
+            let mut index = self.index.write();
+            let result = change(&mut index);
+            (result, index.generation())
+        };
+        self.generation.send_if_modified(|published| std::mem::replace(published, generation) != generation);
+        result
+    }
+
+    /// Each new generation of the index from now on, at most one per `spacing`.
+    pub fn generations(&self, spacing: Duration) -> Generations {
+        Generations { receiver: self.generation.subscribe(), spacing, last: None }
+    }
+
+    /// Until every resource has completed its first list, or `timeout`.
+    pub async fn synced(&self, timeout: Duration) -> Result<(), NotSynced> {
+        let mut generations = self.generations(Duration::ZERO);
+        let wait = async { while generations.next().await.is_some() && !self.read().synced() {} };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .map_err(|_| NotSynced { waited: timeout, waiting: self.not_ready().iter().map(|r| r.as_str()).collect() })
+    }
+
+    /// Readiness: the resources that have not listed yet or whose watch is failing.
+    pub fn not_ready(&self) -> Vec<Resource> {
+        let index = self.read();
+        Resource::ALL.into_iter().filter(|&r| !index.is_synced(r) || !self.readiness.healthy(r)).collect()
+    }
+}
+
+/// New generations of the index, coalesced: a reader that redoes work per generation (the
+/// Event publisher, `--watch`) sees only the latest, and at most one per `spacing`, so churn
+/// cannot make it spin.
+#[derive(Debug)]
+pub struct Generations {
+    receiver: watch::Receiver<u64>,
+    spacing: Duration,
+    last: Option<Instant>,
+}
+
+impl Generations {
+    /// The current generation at once on the first call; after that, the next one not yet
+    /// seen, no sooner than `spacing` after the last. `None` once the index is gone.
+    pub async fn next(&mut self) -> Option<u64> {
+        if let Some(last) = self.last {
+            tokio::time::sleep_until(last + self.spacing).await;
+            self.receiver.changed().await.ok()?;
+        }
+        self.last = Some(Instant::now());
+        Some(*self.receiver.borrow_and_update())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Config;
+
+    #[tokio::test(start_paused = true)]
+    async fn readers_wake_on_each_new_generation_coalesced_and_spaced() {
+        let shared = Shared::new(Index::new(Config::default()));
+        let mut generations = shared.generations(Duration::from_millis(200));
+        let first = generations.next().await.unwrap();
+        // A change that moves nothing wakes nobody.
+        shared.update(|_| ());
+        let started = Instant::now();
+        let quiet = tokio::time::timeout(Duration::from_secs(5), generations.next()).await;
+        assert!(quiet.is_err(), "woken without a new generation");
+        // Three changes in a row are one wake, no sooner than the spacing.
+        let mut generations = shared.generations(Duration::from_millis(200));
+        assert_eq!(generations.next().await, Some(first));
+        let started_burst = Instant::now();
+        for _ in 0..3 {
+            shared.update(|index| index.relist::<k8s_openapi::api::apps::v1::DaemonSet>([]).unwrap());
+        }
+        let latest = shared.read().generation();
+        assert_eq!(generations.next().await, Some(latest));
+        assert!(started_burst.elapsed() >= Duration::from_millis(200));
+        assert!(started.elapsed() >= Duration::from_secs(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn synced_waits_for_every_first_list_even_an_empty_one() {
+        use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
+        let shared = std::sync::Arc::new(Shared::new(Index::new(Config::default())));
+        let waiting = tokio::spawn({
+            let shared = shared.clone();
+            async move { shared.synced(Duration::from_secs(60)).await }
+        });
+        tokio::task::yield_now().await;
+        shared.update(|index| index.relist::<crate::k8s::slim::SlimNode>([]).unwrap());
+        shared.update(|index| index.relist::<DaemonSet>([]).unwrap());
+        shared.update(|index| index.relist::<ControllerRevision>([]).unwrap());
+        assert!(!waiting.is_finished());
+        shared.update(|index| index.relist::<crate::k8s::slim::SlimPod>([]).unwrap());
+        assert!(waiting.await.unwrap().is_ok(), "four empty lists make a synced index");
+
+        let never = Shared::new(Index::new(Config::default()));
+        let error = never.synced(Duration::from_secs(120)).await.unwrap_err();
+        assert_eq!(error.to_string(), "caches did not sync within 120s: nodes, daemonsets, controllerrevisions, pods");
+    }
+}
