@@ -10,8 +10,8 @@ listen=${LISTEN:-127.0.0.1:18493}
 cargo build --release --locked --quiet
 bin=target/release/misschedule-exporter
 
-echo "== misschedule-exporter explain --snapshot $snapshot"
-"$bin" explain --snapshot "$snapshot"
+echo "== misschedule-exporter explain --snapshot $snapshot -o wide"
+"$bin" explain --snapshot "$snapshot" -o wide
 
 if [ "${1:-}" = "--serve" ]; then
   echo "== serving $snapshot on http://$listen/metrics (Ctrl-C to stop)"

@@ -59,7 +59,9 @@ struct Cli {
     exit_code: bool,
 
     /// Read a running exporter's /explain through the API server's service proxy
-    /// (NAMESPACE/SERVICE, optionally :PORT) instead of listing the cluster.
+    /// (NAMESPACE/SERVICE, optionally :PORT) instead of listing the cluster. The exporter
+    /// classifies with its own flags; --drain-taint-keys, --nfd-managers and --pod-selector
+    /// apply only to a live answer.
     #[arg(long, value_name = "NAMESPACE/SERVICE[:PORT]")]
     from_exporter: Option<String>,
 
