@@ -15,10 +15,6 @@ impl Stored for DaemonSet {
     const RESOURCE: Resource = Resource::DaemonSets;
     type Key = Str;
 
-    fn parse_key(raw: &str) -> Str {
-        Str::from(raw)
-    }
-
     fn key(&self) -> &Str {
         &self.uid
     }

@@ -99,7 +99,7 @@ impl Index {
             }
             Event::Delete(obj) => {
                 // Only the key is needed: read it from the metadata rather than convert the object.
-                K::Compact::remove(self, &K::Compact::parse_key(obj.raw_key()?));
+                K::Compact::remove(self, &<K::Compact as Stored>::Key::from(obj.raw_key()?));
             }
             Event::Init => {
                 // A relist restarted mid-way starts from an empty buffer.

@@ -13,10 +13,6 @@ impl Stored for Node {
     const RESOURCE: Resource = Resource::Nodes;
     type Key = Str;
 
-    fn parse_key(raw: &str) -> Str {
-        Str::from(raw)
-    }
-
     fn key(&self) -> &Str {
         &self.name
     }

@@ -12,10 +12,6 @@ impl Stored for Pod {
     const RESOURCE: Resource = Resource::Pods;
     type Key = Uid;
 
-    fn parse_key(raw: &str) -> Uid {
-        Uid::parse(raw)
-    }
-
     fn key(&self) -> &Uid {
         &self.uid
     }

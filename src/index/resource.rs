@@ -46,11 +46,9 @@ impl Resource {
 /// bookkeeping when one comes or goes.
 pub trait Stored: Sized {
     const RESOURCE: Resource;
-    /// Nodes are keyed by name, everything else by UID.
-    type Key: Clone + Eq + std::hash::Hash + std::fmt::Debug;
+    /// Nodes are keyed by name, everything else by UID; read from the metadata's spelling.
+    type Key: Clone + Eq + std::hash::Hash + std::fmt::Debug + for<'a> From<&'a str>;
     fn key(&self) -> &Self::Key;
-    /// The key as the metadata spells it.
-    fn parse_key(raw: &str) -> Self::Key;
     /// `None` for cluster-scoped objects.
     fn namespace(&self) -> Option<&Str>;
     fn store(index: &mut Index) -> &mut Store<Self>;

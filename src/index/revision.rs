@@ -11,10 +11,6 @@ impl Stored for Revision {
     const RESOURCE: Resource = Resource::ControllerRevisions;
     type Key = Str;
 
-    fn parse_key(raw: &str) -> Str {
-        Str::from(raw)
-    }
-
     fn key(&self) -> &Str {
         &self.uid
     }

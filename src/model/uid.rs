@@ -37,6 +37,12 @@ fn canonical_uuid(text: &str) -> Option<Uuid> {
 }
 
 /// Compares with text as the API spells it, without allocating.
+impl From<&str> for Uid {
+    fn from(text: &str) -> Self {
+        Self::parse(text)
+    }
+}
+
 impl PartialEq<str> for Uid {
     fn eq(&self, text: &str) -> bool {
         match self {
