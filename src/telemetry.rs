@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use kube::runtime::watcher::Event;
 use prometheus_client::collector::Collector;
@@ -137,8 +138,9 @@ pub struct Telemetry {
     /// 1 while the files on disk are unusable and the previous credentials serve.
     reload_failing: Family<FileLabels, Gauge>,
     kube_events: Family<KubeEventLabels, Counter>,
-    /// Unix seconds of each resource's last watch event.
-    last_event: Family<ResourceLabels, Gauge>,
+    /// Unix seconds of each resource's last watch event: a plain store per event, read by
+    /// the collector, rather than a family lookup on the hot path.
+    last_event: Arc<[AtomicI64; 4]>,
 }
 
 impl Default for Telemetry {
@@ -153,7 +155,7 @@ impl Default for Telemetry {
             reloads: Family::default(),
             reload_failing: Family::default(),
             kube_events: Family::default(),
-            last_event: Family::default(),
+            last_event: Arc::new(std::array::from_fn(|_| AtomicI64::new(0))),
         };
         // Series exist at zero from the start, so rate() and alerts see "none yet", not "no data".
         for resource in Resource::ALL {
@@ -165,7 +167,6 @@ impl Default for Telemetry {
             for family in [&telemetry.watch_errors, &telemetry.watch_expiries, &telemetry.invalid_objects] {
                 family.get_or_create_owned(&resource_labels(resource));
             }
-            telemetry.last_event.get_or_create_owned(&resource_labels(resource));
         }
         for file in [CredentialFile::Tls, CredentialFile::Auth] {
             telemetry.reload_failing.get_or_create_owned(&FileLabels { file: file.as_str() });
@@ -183,7 +184,7 @@ impl Default for Telemetry {
 impl Telemetry {
     pub fn record_event(&self, resource: Resource, kind: EventType, now_ms: i64) {
         self.watch_events.get_or_create(&EventLabels { resource: resource.as_str(), r#type: kind.as_str() }).inc();
-        self.last_event.get_or_create(&resource_labels(resource)).set(now_ms / 1000);
+        self.last_event[resource as usize].store(now_ms / 1000, Ordering::Relaxed);
     }
 
     pub fn record_error(&self, resource: Resource) {
@@ -251,19 +252,16 @@ impl Telemetry {
             "Kubernetes Events about misscheduled pods (--events), by result: sent, rate_limited (retried later), forbidden (RBAC; not retried), failed",
             self.kube_events.clone(),
         );
-        registry.register(
-            "misschedule_exporter_last_event_timestamp_seconds",
-            "When the last watch event for the resource arrived (unix seconds; 0 if none yet)",
-            self.last_event.clone(),
-        );
-        registry.register_collector(Box::new(StateGauges { shared }));
+        registry.register_collector(Box::new(StateGauges { shared, last_event: self.last_event.clone() }));
     }
 }
 
-/// The gauges read from the shared index and readiness at scrape time.
+/// The gauges read at scrape time: from the shared index and readiness, and when each
+/// resource's last event came.
 #[derive(Debug)]
 struct StateGauges {
     shared: Arc<Shared>,
+    last_event: Arc<[AtomicI64; 4]>,
 }
 
 impl Collector for StateGauges {
@@ -291,6 +289,12 @@ impl Collector for StateGauges {
             "misschedule_exporter_watch_healthy",
             "0 while the resource's watch is failing, until a relist has been watched cleanly for a few seconds (the cache meanwhile serves the last known state)",
             by_resource(Resource::ALL.map(|r| i64::from(self.shared.readiness.healthy(r)))),
+        )?;
+        gauges(
+            &mut encoder,
+            "misschedule_exporter_last_event_timestamp_seconds",
+            "When the last watch event for the resource arrived (unix seconds; 0 if none yet)",
+            by_resource(Resource::ALL.map(|r| self.last_event[r as usize].load(Ordering::Relaxed))),
         )?;
         gauges(
             &mut encoder,

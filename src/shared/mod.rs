@@ -55,7 +55,10 @@ impl Shared {
             let result = change(&mut index);
             (result, index.generation())
         };
-        self.generation.send_if_modified(|published| std::mem::replace(published, generation) != generation);
+        // Most events move nothing (status updates): skip the channel's lock for them.
+        if *self.generation.borrow() != generation {
+            self.generation.send_replace(generation);
+        }
         result
     }
 
