@@ -29,14 +29,6 @@ impl Transitions {
         let subjects: HashSet<&Subject> = current.iter().map(|n| &n.subject).collect();
         self.announced.retain(|subject, _| subjects.contains(subject));
     }
-
-    pub fn len(&self) -> usize {
-        self.announced.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.announced.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -68,7 +60,7 @@ mod tests {
         // The second recovers, then relapses with the same verdict: announced again.
         let third = vec![second[0].clone()];
         t.retain_current(&third);
-        assert_eq!(t.len(), 1);
+        assert_eq!(t.announced.len(), 1);
         assert_eq!(t.changed(&second), [&second[1]]);
     }
 }

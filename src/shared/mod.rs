@@ -2,7 +2,7 @@
 //! index behind one lock, each new generation of it on a channel, and readiness.
 //!
 //! Writers go through [`Shared::update`], which publishes the index's generation once the
-//! lock is released, so readers wait on [`Shared::subscribe`] instead of polling. The index is
+//! lock is released, so readers wait on [`Shared::generations`] instead of polling. The index is
 //! only ever mutated through methods that leave it consistent, and parking_lot's locks do
 //! not poison, so a panic elsewhere cannot take `/metrics` down with it.
 
@@ -70,7 +70,14 @@ impl Shared {
     /// Until every resource has completed its first list, or `timeout`.
     pub async fn synced(&self, timeout: Duration) -> Result<(), NotSynced> {
         let mut generations = self.generations(Duration::ZERO);
-        let wait = async { while generations.next().await.is_some() && !self.read().synced() {} };
+        let wait = async {
+            while !self.read().synced() {
+                if generations.next().await.is_none() {
+                    // Cannot happen while `self` holds the sender; never a busy loop if it did.
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
         tokio::time::timeout(timeout, wait)
             .await
             .map_err(|_| NotSynced { waited: timeout, waiting: self.not_ready().iter().map(|r| r.as_str()).collect() })
