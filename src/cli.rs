@@ -89,6 +89,11 @@ impl From<&ConnectError> for Exit {
     }
 }
 
+/// A failure to connect, with its exit code: `Unreachable` or `Config`.
+pub fn connect_failure<E: From<ConnectError>>(error: ConnectError) -> (Exit, E) {
+    (Exit::from(&error), E::from(error))
+}
+
 /// How log lines are written on stderr.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {

@@ -274,11 +274,10 @@ async fn run(cli: Cli) -> Outcome {
 }
 
 async fn connect(source: &Source) -> Result<kube::Client, (Exit, anyhow::Error)> {
-    let mut config = connect::config(source.kubeconfig.as_deref(), source.context.as_deref())
-        .await
-        .map_err(|e| ((&e).into(), e.into()))?;
+    let mut config =
+        connect::config(source.kubeconfig.as_deref(), source.context.as_deref()).await.map_err(cli::connect_failure)?;
     config.disable_compression |= !source.apiserver_compression;
-    connect::client(config).await.map_err(|e| ((&e).into(), e.into()))
+    connect::client(config).await.map_err(cli::connect_failure)
 }
 
 /// A snapshot's DaemonSet status is the controller's truth: say so when we disagree.

@@ -83,14 +83,14 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<Exit, Failure> {
-    let connect_failure = |e: connect::ConnectError| (Exit::from(&e), anyhow::Error::from(e));
-    let config = connect::config(cli.kubeconfig.as_deref(), cli.context.as_deref()).await.map_err(connect_failure)?;
+    let config =
+        connect::config(cli.kubeconfig.as_deref(), cli.context.as_deref()).await.map_err(cli::connect_failure)?;
     let namespace = if cli.all_namespaces {
         None
     } else {
         Some(cli.namespace.clone().unwrap_or_else(|| config.default_namespace.clone()))
     };
-    let client = connect::client(config).await.map_err(connect_failure)?;
+    let client = connect::client(config).await.map_err(cli::connect_failure)?;
     let selection = Selection { namespace, daemonset: cli.daemonset.clone() };
 
     if let Some(target) = &cli.from_exporter {
