@@ -56,7 +56,7 @@ impl Explanation {
 /// Which DaemonSets an explanation covers: the `/explain` and `/` query, and the
 /// `explain` and `kubectl misschedule` flags, which send it as that query to an exporter.
 /// Unknown query parameters are refused, so a typo is not read as "all".
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Selection {
     /// Only this namespace; none or empty (as an HTML form sends) means all.
@@ -302,6 +302,22 @@ mod tests {
 
     fn of(rows: Vec<PodRow>) -> Explanation {
         Explanation { misscheduled: rows, ineligible: Vec::new() }
+    }
+
+    #[test]
+    fn a_selection_covers_what_it_names_and_travels_as_a_query() {
+        let all = Selection::default();
+        assert!(all.covers("ns", "agent"));
+        assert_eq!(all.to_query(), "");
+        // An empty value, as an HTML form sends it, means all.
+        let blank = Selection { namespace: Some(String::new()), daemonset: Some(String::new()) };
+        assert!(blank.covers("ns", "agent"));
+        assert_eq!(blank.to_query(), "");
+        let one = Selection { namespace: Some("kube system".into()), daemonset: Some("a&b".into()) };
+        assert!(one.covers("kube system", "a&b"));
+        assert!(!one.covers("kube system", "other"));
+        assert!(!one.covers("default", "a&b"));
+        assert_eq!(one.to_query(), "namespace=kube+system&daemonset=a%26b");
     }
 
     #[test]
