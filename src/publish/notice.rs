@@ -54,7 +54,8 @@ pub struct Notice {
     /// The pod, for a misscheduled pod.
     pub related: Option<Target>,
     pub node: Str,
-    pub fix: String,
+    /// The pod has no controller (the DaemonSet controller adopts it): the fix says so.
+    pub orphan: bool,
 }
 
 /// The Event's note is at most 1 kB, as the API requires: what `kubectl describe ds` shows.
@@ -69,10 +70,19 @@ impl Notice {
         let text = match self.kind {
             Kind::Misscheduled => format!(
                 "Pod {pod} on node {} is misscheduled: reason {}, key {}{manager}. Fix: {}",
-                self.node, v.reason, v.key, self.fix
+                self.node,
+                v.reason,
+                v.key,
+                self.fix()
             ),
         };
         truncate(text, MAX_NOTE_BYTES)
+    }
+
+    /// The suggested fix, the explanation's own: derived when a note is written, so a look
+    /// at the index builds no text for the notices that are not new.
+    pub fn fix(&self) -> String {
+        fix_for(self.orphan, self.verdict.reason, &self.verdict.key, &self.node)
     }
 
     /// The Event's action: the reason in the API's PascalCase, word by word
@@ -103,7 +113,7 @@ pub fn misscheduled(index: &Index) -> Vec<Notice> {
             out.push(Notice {
                 kind: Kind::Misscheduled,
                 subject: Subject::Pod(p.pod.uid.clone()),
-                fix: fix_for(p.pod, c.reason, &c.key, p.node),
+                orphan: p.pod.controller_uid.is_none(),
                 verdict: Verdict { reason: c.reason, key: c.key, manager: c.manager },
                 regarding: regarding.clone(),
                 related: Some(Target { id: p.pod.id.clone(), uid: p.pod.uid.to_string() }),
@@ -141,7 +151,7 @@ pub(crate) mod tests {
             regarding: Target { id: id("agent".into()), uid: "ds-uid".into() },
             related: Some(Target { id: id(format!("agent-{uid}")), uid: uid.to_string() }),
             node: "n1".into(),
-            fix: "do it".into(),
+            orphan: false,
         }
     }
 
@@ -150,11 +160,12 @@ pub(crate) mod tests {
         let n = notice(1, Reason::LabelDrift, "gpu", Some("kubectl-label"));
         assert_eq!(
             n.note(),
-            "Pod agent-00000000-0000-0000-0000-000000000001 on node n1 is misscheduled: reason label_drift, key gpu, changed by kubectl-label. Fix: do it"
+            "Pod agent-00000000-0000-0000-0000-000000000001 on node n1 is misscheduled: reason label_drift, key gpu, changed by kubectl-label. Fix: node n1 no longer matches gpu; restore the label (kubectl label node n1 gpu=...) or change the DaemonSet's selector"
         );
         assert!(!notice(1, Reason::LabelDrift, "gpu", None).note().contains("changed by"));
-        let mut long = notice(1, Reason::LabelDrift, "gpu", None);
-        long.fix = "é".repeat(2000);
+        let orphan = Notice { orphan: true, ..n };
+        assert!(orphan.note().contains("Fix: orphan pod (no controller)"), "{}", orphan.note());
+        let long = notice(1, Reason::LabelDrift, &"é".repeat(2000), None);
         let note = long.note();
         assert!(note.len() <= MAX_NOTE_BYTES && note.ends_with('…'), "{}", note.len());
     }

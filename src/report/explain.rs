@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::index::Index;
-use crate::model::{Pod, Timestamp};
+use crate::model::Timestamp;
 use crate::rules::reason::Reason;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -108,7 +108,7 @@ pub fn explain(index: &Index, selection: &Selection, now: Timestamp) -> Explanat
                 pod: p.pod.id.name.to_string(),
                 node: p.node.to_string(),
                 reason: reason.as_str().to_owned(),
-                fix: fix_for(p.pod, reason, &key, p.node),
+                fix: fix_for(p.pod.controller_uid.is_none(), reason, &key, p.node),
                 key,
                 manager: p.classification.manager.as_deref().unwrap_or_default().to_owned(),
                 since: rfc3339(p.since),
@@ -128,10 +128,11 @@ pub fn explain(index: &Index, selection: &Selection, now: Timestamp) -> Explanat
     out
 }
 
-/// The fix, said of an orphan too: it counts because the controller adopts it.
-pub fn fix_for(pod: &Pod, reason: Reason, key: &str, node: &str) -> String {
+/// The fix for a misscheduled pod, said of an orphan (a pod with no controller) too: it
+/// counts because the controller adopts it.
+pub fn fix_for(orphan: bool, reason: Reason, key: &str, node: &str) -> String {
     let fix = suggested_fix(reason, key, node);
-    if pod.controller_uid.is_some() {
+    if !orphan {
         return fix;
     }
     format!(
