@@ -101,11 +101,20 @@ pub enum LogFormat {
     Json,
 }
 
-/// Logs on stderr at `default_level` unless `RUST_LOG` says otherwise.
+/// Logs on stderr at `default_level` unless `RUST_LOG` says otherwise, in colour only on a
+/// terminal (`kubectl logs` and log shippers would show the escape codes).
+///
+/// kube's client logs every failed request at error level; the callers say what failed and
+/// what happens next (a watch once per burst of failures), so that line is left to `RUST_LOG`.
 pub fn init_tracing(format: LogFormat, default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("{default_level},kube_client::client::builder=off"))
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

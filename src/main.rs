@@ -86,6 +86,13 @@ struct Source {
     #[arg(long, env = "MISSCHEDULE_WATCH_TIMEOUT_SECONDS", default_value_t = watch::DEFAULT_TIMEOUT_SECONDS, value_parser = clap::value_parser!(u32).range(1..=i64::from(watch::DEFAULT_TIMEOUT_SECONDS)), global = true)]
     watch_timeout_seconds: u32,
 
+    /// Seconds without an event or bookmark before a watch counts as stalled: it is closed,
+    /// counted, and relisted. API servers since 1.27 send a bookmark each minute; older ones
+    /// only just before each call's timeout, so there a watch is given that timeout plus 5 s
+    /// until it has seen a bookmark mid-call.
+    #[arg(long, env = "MISSCHEDULE_WATCH_STALL_SECONDS", default_value_t = watch::DEFAULT_STALL_SECONDS, value_parser = clap::value_parser!(u32).range(1..=3600), global = true)]
+    watch_stall_seconds: u32,
+
     /// Serve the initial lists and relists from the API server's watch cache
     /// (resourceVersion=0) instead of reading them through to etcd, as kube-state-metrics'
     /// flag of the same name does: far cheaper for the API server and etcd in a large
@@ -202,6 +209,7 @@ async fn run(cli: Cli) -> Outcome {
             timeout_seconds: source.watch_timeout_seconds,
             page_size: source.list_page_size,
             from_apiserver_cache: source.use_apiserver_cache,
+            stall_after: Duration::from_secs(source.watch_stall_seconds.into()),
             ..watch::WatchConfig::new(source.namespace.clone(), source.classification.pod_selector.clone())
         };
         watches = Some(watch::spawn_all(client, &config, shared.clone(), telemetry.clone()));
@@ -277,6 +285,10 @@ async fn connect(source: &Source) -> Result<kube::Client, (Exit, anyhow::Error)>
     let mut config =
         connect::config(source.kubeconfig.as_deref(), source.context.as_deref()).await.map_err(cli::connect_failure)?;
     config.disable_compression |= !source.apiserver_compression;
+    // kube's client would retry 429/503/504 inside each call, up to 15 times and minutes
+    // apart, while the watch reported nothing wrong: the watches retry themselves, visibly
+    // (source::retry, honouring Retry-After), and an Event that fails waits for a later round.
+    config.default_retry = false;
     connect::client(config).await.map_err(cli::connect_failure)
 }
 

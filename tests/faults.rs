@@ -81,7 +81,7 @@ async fn apiserver_outage_serves_last_state_and_recovers() {
     assert!(metrics.contains("misschedule_exporter_watch_healthy{resource=\"nodes\"} 0"), "staleness not visible");
     // Down for 20 s: never ready, and the lists that fail at once are retried with the
     // short cap (0.5, 1, 2, 4, then every 5 s), neither in a hot loop nor given up.
-    let errors = "misschedule_exporter_watch_errors_total{resource=\"nodes\"}";
+    let errors = "misschedule_exporter_watch_errors_total{resource=\"nodes\",reason=\"unreachable\"}";
     let errors_before = exporter.sample(errors).unwrap();
     let window = Instant::now();
     while killed.elapsed() < Duration::from_secs(20) {
@@ -134,7 +134,7 @@ async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
     // fine and is refused the watch, so each costs a full relist: the delays double past the
     // 5 s cap of failing lists, and readiness stays red through gaps longer than its 5 s
     // clean period.
-    let errors = "misschedule_exporter_watch_errors_total{resource=\"pods\"}";
+    let errors = "misschedule_exporter_watch_errors_total{resource=\"pods\",reason=\"refused\"}";
     let watching = Instant::now();
     let mut failed_at = Vec::new();
     let mut count = 0.0;
@@ -154,7 +154,7 @@ async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
     let slack = Duration::from_millis(300);
     assert!(gaps.windows(2).all(|w| w[1] + slack >= w[0]), "the delays shrank: {gaps:?}");
     assert!(gaps.last().is_some_and(|g| *g >= Duration::from_secs(7)), "never backed off beyond 5 s: {gaps:?}");
-    assert_eq!(exporter.sample("misschedule_exporter_watch_errors_total{resource=\"nodes\"}"), Some(0.0));
+    assert_eq!(errors_by_resource(&exporter)["nodes"], 0.0);
     let logged = std::fs::read_to_string(&log).unwrap();
     let line = logged.lines().find(|l| l.contains("watch failed")).expect("no watch failure logged");
     assert!(line.contains("pods") && line.contains("watch") && line.contains("forbidden"), "unclear error: {line}");
@@ -217,6 +217,19 @@ fn per_resource(exporter: &Exporter, metric: &str, more_labels: &str) -> BTreeMa
             let series = format!("{metric}{{resource=\"{}\"{more_labels}}} ", r.as_str());
             let value = metrics.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok());
             (r.as_str().to_owned(), value.unwrap_or(f64::NAN))
+        })
+        .collect()
+}
+
+/// Failed calls per resource, whatever the reason.
+fn errors_by_resource(exporter: &Exporter) -> BTreeMap<String, f64> {
+    let metrics = exporter.metrics();
+    Resource::ALL
+        .into_iter()
+        .map(|r| {
+            let prefix = format!("misschedule_exporter_watch_errors_total{{resource=\"{}\",", r.as_str());
+            let lines = metrics.lines().filter(|l| l.starts_with(&prefix));
+            (r.as_str().to_owned(), lines.filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok()).sum())
         })
         .collect()
 }
@@ -313,7 +326,7 @@ async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     // every revision the exporter holds, and the next resumed watch gets 410 Gone.
     let relists_before = relists(&exporter);
     let expiries_before = per_resource(&exporter, "misschedule_exporter_watch_expiries_total", "");
-    let errors_before = per_resource(&exporter, "misschedule_exporter_watch_errors_total", "");
+    let errors_before = errors_by_resource(&exporter);
     let configmaps: Api<ConfigMap> = Api::namespaced(admin.client.clone(), NS);
     // Two writes: etcd keeps the compaction revision itself, and a watch resumes one past
     // the revision it holds.
@@ -332,11 +345,7 @@ async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     .await;
     println!("all four watches expired and relisted within {expired:?}");
     assert!(stayed_ready, "a routine 410 must not make the exporter unready");
-    assert_eq!(
-        per_resource(&exporter, "misschedule_exporter_watch_errors_total", ""),
-        errors_before,
-        "a 410 is not an error"
-    );
+    assert_eq!(errors_by_resource(&exporter), errors_before, "a 410 is not an error");
     // Relisted state: the same rows, once each, and still live.
     let metrics = exporter.metrics();
     let info: Vec<_> = metrics.lines().filter(|l| l.starts_with("daemonset_misscheduled_pod_info{")).collect();

@@ -1,9 +1,13 @@
 //! Where the index's events come from: live watches of the API server (`watch`, after
 //! `connect`), one list of everything (`list`, for one-shot answers), or snapshot files.
-//! `retry` decides when a failed watch relists.
+//! `request` sends a watch's calls, `progress` judges how each ended, and `retry` decides
+//! when a failed watch relists.
 
+mod burst;
 pub mod connect;
 pub mod list;
+pub mod progress;
+pub mod request;
 pub mod retry;
 pub mod snapshot;
 pub mod watch;

@@ -31,6 +31,9 @@ pub struct Attempt {
     pub listing: Duration,
     /// Time the watch ran after the list completed; `None` if it did not complete.
     pub watched: Option<Duration>,
+    /// How long the server asked the client to wait (Retry-After, or a 429's
+    /// `retryAfterSeconds`): the delay is never shorter.
+    pub retry_after: Option<Duration>,
 }
 
 impl Attempt {
@@ -54,7 +57,8 @@ impl Retry {
         let cap = if attempt.watched.is_some() { MAX_DELAY_AFTER_LIST } else { MAX_DELAY_LIST_FAILING };
         let doubled = MIN_DELAY.saturating_mul(1 << self.failures.min(16)).min(cap);
         self.failures = self.failures.saturating_add(1);
-        doubled.max(attempt.listing.saturating_mul(LIST_COST_FACTOR)).min(MAX_DELAY)
+        let asked = attempt.retry_after.unwrap_or_default();
+        doubled.max(attempt.listing.saturating_mul(LIST_COST_FACTOR)).max(asked).min(MAX_DELAY)
     }
 
     /// The delay after a watch expired (410 Gone). Routine after a long watch: relist at
@@ -82,11 +86,11 @@ mod tests {
     }
 
     fn list_failed(listing: Duration) -> Attempt {
-        Attempt { listing, watched: None }
+        Attempt { listing, watched: None, retry_after: None }
     }
 
     fn watch_failed(listing: Duration, watched: Duration) -> Attempt {
-        Attempt { listing, watched: Some(watched) }
+        Attempt { listing, watched: Some(watched), retry_after: None }
     }
 
     fn delays(retry: &mut Retry, attempt: Attempt, n: usize) -> Vec<Duration> {
@@ -146,6 +150,19 @@ mod tests {
         let attempt = watch_failed(ms(10), ms(100));
         let got: Vec<_> = (0..4).map(|_| retry.after_expiry(attempt)).collect();
         assert_eq!(got, [ms(500), secs(1), secs(2), secs(4)]);
+    }
+
+    #[test]
+    fn the_server_s_retry_after_is_a_floor_never_a_ceiling() {
+        let mut retry = Retry::default();
+        let throttled = |seconds| Attempt { retry_after: Some(secs(seconds)), ..list_failed(ms(1)) };
+        // 429 with Retry-After: 3 on the first failure: 3 s, not 0.5 s.
+        assert_eq!(retry.after_failure(throttled(3)), secs(3));
+        // The doubling goes on underneath, and wins once it is longer.
+        assert_eq!(retry.after_failure(throttled(1)), secs(1));
+        assert_eq!(retry.after_failure(throttled(1)), secs(2));
+        // A server asking for an hour gets the overall cap.
+        assert_eq!(retry.after_failure(throttled(3600)), MAX_DELAY);
     }
 
     #[test]

@@ -1,22 +1,27 @@
-//! The Kubernetes edge: one watch per resource (and per namespace when scoped)
-//! feeding the shared index.
+//! The Kubernetes edge: one watch per resource (and per namespace when scoped) feeding
+//! the shared index. Each lists, then watches from the list's resourceVersion, call after
+//! call; `progress` judges how each call ended and `retry` how long to wait after a failure.
 
 use std::fmt::Debug;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::k8s::slim::{SlimNode, SlimPod};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use kube::runtime::watcher;
-use kube::{Api, Client};
+use kube::Client;
+use kube::api::{ListParams, VersionMatch, WatchEvent, WatchParams};
+use kube::runtime::watcher::Event;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 
 use crate::clock::unix_ms;
 use crate::index::Indexed;
-use crate::shared::Shared;
+use crate::k8s::slim::{SlimNode, SlimPod};
+use crate::shared::{Shared, WatchHealth};
+use crate::source::burst::Burst;
+use crate::source::progress::{Call, End, Failure, Next, Silence, after_call};
+use crate::source::request::{self, CallError};
 use crate::source::retry::{Attempt, Retry};
 use crate::telemetry::{EventType, Telemetry};
 
@@ -25,6 +30,9 @@ pub const DEFAULT_PAGE_SIZE: u32 = 500;
 /// Seconds each watch call lasts unless configured: kube-runtime's default, whose
 /// dead-connection detection fires this long plus 5 s after the last byte.
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 290;
+/// Seconds without an event or bookmark before a watch counts as stalled, where the API
+/// server sends a bookmark each minute (1.27 and later): a minute and a half.
+pub const DEFAULT_STALL_SECONDS: u32 = 90;
 /// The label the DaemonSet controller puts on every pod it creates: a server-side selector
 /// on it means non-daemon pods are never fetched.
 pub const DEFAULT_POD_SELECTOR: &str = "pod-template-generation";
@@ -44,6 +52,8 @@ pub struct WatchConfig {
     /// a quorum read from etcd: cheaper for both, but the list may trail etcd by a moment
     /// (the watch then catches up).
     pub from_apiserver_cache: bool,
+    /// Silence after which a watch is declared stalled (see `progress::Silence`).
+    pub stall_after: Duration,
 }
 
 impl WatchConfig {
@@ -55,6 +65,7 @@ impl WatchConfig {
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
             page_size: DEFAULT_PAGE_SIZE,
             from_apiserver_cache: false,
+            stall_after: Duration::from_secs(DEFAULT_STALL_SECONDS.into()),
         }
     }
 }
@@ -62,135 +73,286 @@ impl WatchConfig {
 /// Start every watch. The tasks run until the set is dropped.
 pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>, telemetry: Arc<Telemetry>) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    let mut base = watcher::Config::default().timeout(config.timeout_seconds).page_size(config.page_size);
-    if config.from_apiserver_cache {
-        // kube sends resourceVersion=0 only on an unpaged list: the cache answers in one piece.
-        base = base.any_semantic();
-        base.page_size = None;
-    }
-    let watch = Watch { shared, telemetry };
-    tasks.spawn(watch.clone().run::<SlimNode>(Api::all(client.clone()), base.clone(), None));
+    let watch = Watch { client, config: config.clone(), shared, telemetry };
+    tasks.spawn(watch.clone().run::<SlimNode>(None, None));
     let scopes: Vec<Option<String>> =
         if config.namespaces.is_empty() { vec![None] } else { config.namespaces.iter().cloned().map(Some).collect() };
     for scope in scopes {
-        let daemonsets: Api<DaemonSet> = scoped_api(&client, scope.as_deref());
-        let revisions: Api<ControllerRevision> = scoped_api(&client, scope.as_deref());
-        let pods: Api<SlimPod> = scoped_api(&client, scope.as_deref());
-        tasks.spawn(watch.clone().run(daemonsets, base.clone(), scope.clone()));
-        tasks.spawn(watch.clone().run(revisions, base.clone(), scope.clone()));
-        let pod_config = base.clone().labels(&config.pod_selector);
-        tasks.spawn(watch.clone().run(pods, pod_config, scope));
+        tasks.spawn(watch.clone().run::<DaemonSet>(scope.clone(), None));
+        tasks.spawn(watch.clone().run::<ControllerRevision>(scope.clone(), None));
+        tasks.spawn(watch.clone().run::<SlimPod>(scope, Some(config.pod_selector.clone())));
     }
     tasks
 }
 
-/// An `Api` for one namespace, or for all of them.
-fn scoped_api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
-}
-
-/// What a watch task reports to: the index and readiness, and the self-metrics.
+/// What a watch task talks to and reports to.
 #[derive(Clone)]
 struct Watch {
+    client: Client,
+    config: WatchConfig,
     shared: Arc<Shared>,
     telemetry: Arc<Telemetry>,
 }
 
+/// One watch's requests: where, and with which parameters.
+struct Endpoint {
+    url_path: String,
+    list: ListParams,
+    watch: WatchParams,
+    timeout: Duration,
+}
+
+impl Endpoint {
+    fn new<K: kube::Resource<DynamicType = ()>>(
+        config: &WatchConfig,
+        scope: Option<&str>,
+        labels: Option<String>,
+    ) -> Self {
+        let mut list =
+            ListParams { label_selector: labels.clone(), limit: Some(config.page_size), ..Default::default() };
+        if config.from_apiserver_cache {
+            // The watch cache answers resourceVersion=0 only when unpaged, in one piece.
+            (list.resource_version, list.version_match, list.limit) =
+                (Some("0".into()), Some(VersionMatch::NotOlderThan), None);
+        }
+        let watch = WatchParams {
+            label_selector: labels,
+            timeout: Some(config.timeout_seconds),
+            bookmarks: true,
+            ..Default::default()
+        };
+        let timeout = Duration::from_secs(config.timeout_seconds.into());
+        Self { url_path: K::url_path(&(), scope), list, watch, timeout }
+    }
+}
+
+/// Where a watch stands between and during its calls.
+struct Cursor<'a> {
+    /// What the next call resumes from: the last event's or bookmark's.
+    resource_version: String,
+    /// What the watch has learned of the server's bookmarks.
+    silence: &'a mut Silence,
+    /// After a stall: the health to start proving at the first event or bookmark.
+    proof: Option<&'a WatchHealth>,
+    /// The current call's start, and whether it has received anything yet.
+    started: Instant,
+    progressed: bool,
+}
+
+/// Why a list-then-watch cycle stopped.
+enum Stop {
+    Expired,
+    Failed { failure: Failure, error: String, retry_after: Option<Duration> },
+}
+
+impl Stop {
+    fn failed(error: CallError) -> Self {
+        if error.is_expired() {
+            return Self::Expired;
+        }
+        Self::Failed { failure: error.failure(), retry_after: error.retry_after(), error: error.to_string() }
+    }
+}
+
 impl Watch {
-    /// Watch one resource forever. After any error the watch is restarted with a fresh list,
-    /// after `Retry`'s delay, so that recovery is proven by a completed relist and anything
-    /// deleted meanwhile disappears. An expired resourceVersion (410 Gone, after etcd
-    /// compaction) is not counted as a failure; `Retry` says when it relists.
-    async fn run<K>(self, api: Api<K>, config: watcher::Config, scope: Option<String>)
+    /// Watch one resource forever. After a failure the exporter serves the last known state
+    /// and relists after `Retry`'s delay, so that recovery is proven by a completed relist
+    /// and anything deleted meanwhile disappears. An expired resourceVersion (410 Gone,
+    /// after etcd compaction) is not counted as a failure; `Retry` says when it relists.
+    async fn run<K>(self, scope: Option<String>, labels: Option<String>)
     where
-        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+        K: Indexed + kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
     {
-        let Watch { shared, telemetry } = self;
         let resource = K::RESOURCE;
-        let namespace = scope.as_deref().unwrap_or("*");
-        let health = shared.readiness.watch(resource);
+        let endpoint = Endpoint::new::<K>(&self.config, scope.as_deref(), labels);
+        let health = self.shared.readiness.watch(resource);
         let mut retry = Retry::default();
+        let mut burst = Burst::new(resource, scope.as_deref().unwrap_or("*"));
+        let mut silence = Silence::new(self.config.stall_after, endpoint.timeout);
+        // After a stall a completed list proves nothing (the list call may work while watches
+        // hang): the first event or bookmark of the new watch does.
+        let mut stalled = false;
         loop {
             let started = Instant::now();
-            // The latest list data received, and when the list completed.
+            // When the last list data arrived, and when the list completed.
             let mut list_progress: Option<Instant> = None;
             let mut listed: Option<Instant> = None;
-            let mut failure = None;
-            let mut stream = pin!(watcher::watcher(api.clone(), config.clone()));
-            while let Some(item) = stream.next().await {
-                let event = match item {
-                    Ok(event) => event,
-                    Err(error) if is_expired(&error) => {
-                        telemetry.record_expiry(resource);
-                        break;
-                    }
-                    Err(error) => {
-                        telemetry.record_error(resource);
-                        health.failed();
-                        failure = Some(error);
-                        break;
-                    }
-                };
-                let kind = EventType::of(&event);
-                let now_ms = unix_ms();
-                telemetry.record_event(resource, kind, now_ms);
-                // The one clock read per event times the apply and marks the list's progress.
-                let applying = Instant::now();
-                if kind == EventType::InitApply {
-                    list_progress = Some(applying);
-                } else if kind == EventType::InitDone {
-                    health.listed(now_ms);
-                    (listed, list_progress) = (Some(applying), Some(applying));
-                    tracing::info!(resource = resource.as_str(), namespace, took = ?(applying - started), "cache synced");
+            let stop = match self.list::<K>(&endpoint, scope.as_deref(), &mut list_progress).await {
+                Err(error) => Stop::failed(error),
+                Ok(resource_version) => {
+                    let now = Instant::now();
+                    let proof = if stalled {
+                        Some(&*health)
+                    } else {
+                        health.listed(unix_ms());
+                        None
+                    };
+                    listed = Some(now);
+                    burst.listed(now - started);
+                    self.watch::<K>(&endpoint, scope.as_deref(), resource_version, &mut silence, proof).await
                 }
-                let result = shared.update(|index| {
-                    index.set_now(now_ms / 1000);
-                    index.apply_scoped(scope.as_deref(), event)
-                });
-                telemetry.apply_duration.observe(applying.elapsed().as_secs_f64());
-                if kind == EventType::InitDone {
-                    // The list's pages and decoded objects are garbage now: give them back at once.
-                    crate::allocator::purge();
-                }
-                if let Err(error) = result {
-                    telemetry.record_invalid(resource);
-                    tracing::warn!(resource = resource.as_str(), %error, "ignoring object the exporter cannot read");
-                }
-            }
+            };
             let attempt = Attempt {
                 listing: list_progress.map_or(Duration::ZERO, |at| at.duration_since(started)),
                 watched: listed.map(|at| at.elapsed()),
+                retry_after: match &stop {
+                    Stop::Failed { retry_after, .. } => *retry_after,
+                    Stop::Expired => None,
+                },
             };
-            let resource = resource.as_str();
-            let delay = match failure {
-                None => {
+            let delay = match stop {
+                Stop::Expired => {
+                    self.telemetry.record_expiry(resource);
                     let delay = retry.after_expiry(attempt);
-                    tracing::info!(resource, namespace, relist_in = ?delay, "watch expired (410 Gone); relisting");
+                    tracing::info!(resource = resource.as_str(), namespace = burst.namespace, relist_in = ?delay, "watch expired (410 Gone); relisting");
                     delay
                 }
-                Some(error) => {
+                Stop::Failed { failure, error, .. } => {
+                    stalled = failure == Failure::Stalled;
+                    self.telemetry.record_failure(resource, failure);
+                    health.failed();
                     let delay = retry.after_failure(attempt);
-                    let listing = attempt.listing;
-                    tracing::error!(resource, namespace, %error, retry_in = ?delay, ?listing, "watch failed; serving the last known state");
+                    burst.failed(attempt, failure, &error, delay);
                     delay
                 }
             };
             tokio::time::sleep(delay).await;
         }
     }
-}
 
-/// The API server no longer has the resourceVersion the watch resumes from.
-fn is_expired(error: &watcher::Error) -> bool {
-    match error {
-        watcher::Error::WatchError(status) => status.code == 410,
-        watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.code == 410,
-        _ => false,
+    /// List every page into the index (Init, InitApply…, InitDone); the list's resourceVersion.
+    async fn list<K>(
+        &self,
+        endpoint: &Endpoint,
+        scope: Option<&str>,
+        progress: &mut Option<Instant>,
+    ) -> Result<String, CallError>
+    where
+        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    {
+        self.apply(scope, Event::<K>::Init);
+        let mut params = endpoint.list.clone();
+        loop {
+            let page = request::list_page::<K>(&self.client, &endpoint.url_path, &params).await?;
+            *progress = Some(Instant::now());
+            for object in page.items {
+                self.apply(scope, Event::InitApply(object));
+            }
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params.continue_token = Some(token),
+                None => {
+                    self.apply(scope, Event::<K>::InitDone);
+                    return Ok(page.metadata.resource_version.unwrap_or_default());
+                }
+            }
+        }
+    }
+
+    /// Watch call after call from `resource_version`, until one expires or fails.
+    async fn watch<K>(
+        &self,
+        endpoint: &Endpoint,
+        scope: Option<&str>,
+        resource_version: String,
+        silence: &mut Silence,
+        proof: Option<&WatchHealth>,
+    ) -> Stop
+    where
+        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    {
+        let mut cursor = Cursor { resource_version, silence, proof, started: Instant::now(), progressed: false };
+        loop {
+            (cursor.started, cursor.progressed) = (Instant::now(), false);
+            let started = cursor.started;
+            let (end, error): (End, Option<CallError>) = match self.call::<K>(endpoint, scope, &mut cursor).await {
+                Ok(()) => (End::Closed, None),
+                Err(error) if error.is_expired() => (End::Expired, None),
+                Err(error) => (End::Failed(error.failure()), Some(error)),
+            };
+            let call = Call { lasted: started.elapsed(), progressed: cursor.progressed };
+            match after_call(call, end, endpoint.timeout) {
+                Next::Resume(pause) => tokio::time::sleep(pause).await,
+                Next::Relist => return Stop::Expired,
+                Next::Fail(failure) => {
+                    let retry_after = error.as_ref().and_then(CallError::retry_after);
+                    let error = match error {
+                        Some(error) => error.to_string(),
+                        None => format!(
+                            "the server closed the watch after {:.1?} without an event or bookmark",
+                            call.lasted
+                        ),
+                    };
+                    return Stop::Failed { failure, error, retry_after };
+                }
+            }
+        }
+    }
+
+    /// One watch call: apply its events until the server closes it (`Ok`) or it fails.
+    async fn call<K>(&self, endpoint: &Endpoint, scope: Option<&str>, cursor: &mut Cursor<'_>) -> Result<(), CallError>
+    where
+        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    {
+        let version = &cursor.resource_version;
+        let events = request::watch::<K>(&self.client, &endpoint.url_path, &endpoint.watch, version).await?;
+        let mut events = pin!(events);
+        loop {
+            let limit = cursor.silence.limit();
+            let Ok(next) = tokio::time::timeout(limit, events.next()).await else {
+                return Err(CallError::Stalled(limit));
+            };
+            let (event, version) = match next {
+                None => return Ok(()),
+                Some(Err(error)) => return Err(error),
+                Some(Ok(WatchEvent::Added(object) | WatchEvent::Modified(object))) => {
+                    let version = object.meta().resource_version.clone();
+                    (Some(Event::Apply(object)), version)
+                }
+                Some(Ok(WatchEvent::Deleted(object))) => {
+                    let version = object.meta().resource_version.clone();
+                    (Some(Event::Delete(object)), version)
+                }
+                Some(Ok(WatchEvent::Bookmark(bookmark))) => {
+                    cursor.silence.bookmark(cursor.started.elapsed());
+                    (None, Some(bookmark.metadata.resource_version))
+                }
+                Some(Ok(WatchEvent::Error(status))) => {
+                    return Err(CallError::WatchStatus { code: status.code, message: status.message });
+                }
+            };
+            cursor.progressed = true;
+            if let Some(health) = cursor.proof.take() {
+                health.listed(unix_ms());
+            }
+            if let Some(version) = version.filter(|v| !v.is_empty()) {
+                cursor.resource_version = version;
+            }
+            if let Some(event) = event {
+                self.apply(scope, event);
+            }
+        }
+    }
+
+    /// Apply one event to the index, counting it. An object that cannot be read is left
+    /// out and counted; the watch goes on.
+    fn apply<K: Indexed>(&self, scope: Option<&str>, event: Event<K>) {
+        let resource = K::RESOURCE;
+        let kind = EventType::of(&event);
+        let now_ms = unix_ms();
+        self.telemetry.record_event(resource, kind, now_ms);
+        let applying = Instant::now();
+        let result = self.shared.update(|index| {
+            index.set_now(now_ms / 1000);
+            index.apply_scoped(scope, event)
+        });
+        self.telemetry.apply_duration.observe(applying.elapsed().as_secs_f64());
+        if kind == EventType::InitDone {
+            // The list's pages and decoded objects are garbage now: give them back at once.
+            crate::allocator::purge();
+        }
+        if let Err(error) = result {
+            self.telemetry.record_invalid(resource);
+            tracing::warn!(resource = resource.as_str(), %error, "ignoring object the exporter cannot read");
+        }
     }
 }

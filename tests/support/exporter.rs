@@ -20,12 +20,22 @@ impl Exporter {
 
     /// Like `spawn`, listening on `host` (`0.0.0.0`: reachable from outside loopback too).
     pub fn spawn_on(host: &str, args: &[&str], stderr: Stdio) -> Self {
+        let level = std::env::var("EXPORTER_RUST_LOG").unwrap_or_else(|_| "warn".into());
+        Self::spawn_logging(host, args, stderr, Some(&level))
+    }
+
+    /// Like `spawn_on`, with `RUST_LOG` set to `level`, or unset: the exporter's own default.
+    pub fn spawn_logging(host: &str, args: &[&str], stderr: Stdio, level: Option<&str>) -> Self {
         let port = http::free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"));
+        match level {
+            Some(level) => command.env("RUST_LOG", level),
+            None => command.env_remove("RUST_LOG"),
+        };
+        let child = command
             .args(args)
             .args(["--listen", &format!("{host}:{port}")])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("RUST_LOG", std::env::var("EXPORTER_RUST_LOG").unwrap_or_else(|_| "warn".into()))
             .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()

@@ -5,6 +5,7 @@
 pub mod chart;
 pub mod cluster;
 pub mod exporter;
+pub mod fakeapi;
 pub mod http;
 pub mod process;
 pub mod prometheus;

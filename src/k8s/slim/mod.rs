@@ -18,3 +18,35 @@ pub use self::pod::{
     PodAffinity, PodFieldRequirement, PodNodeAffinity, PodNodeSelector, PodNodeSelectorTerm, PodPhase, PodPlacement,
     PodToleration, SlimPod, is_terminal_phase,
 };
+
+/// Pods and Nodes are core `v1`: an `apiVersion` that says otherwise (a number, an object,
+/// another version) is a malformed object, not one to read as if it were right. Absent is
+/// fine: the objects inside a list carry none when the list is typed.
+fn core_v1<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<(), D::Error> {
+    let version = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(deserializer)?;
+    if version == "v1" {
+        Ok(())
+    } else {
+        Err(serde::de::Error::invalid_value(serde::de::Unexpected::Str(&version), &"\"v1\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_version_is_checked_not_assumed() {
+        let pod = |version: &str| {
+            serde_json::from_str::<SlimPod>(&format!(r#"{{"apiVersion":{version},"metadata":{{"name":"p"}}}}"#))
+        };
+        assert!(pod(r#""v1""#).is_ok());
+        assert!(serde_json::from_str::<SlimNode>(r#"{"metadata":{"name":"n"}}"#).is_ok(), "absent is fine");
+        for wrong in ["1", r#"{"x":1}"#, r#""v2""#, "null"] {
+            let error = pod(wrong).unwrap_err().to_string();
+            assert!(error.contains("expected"), "{wrong}: {error}");
+        }
+        let node = serde_json::from_str::<SlimNode>(r#"{"apiVersion":7,"metadata":{"name":"n"}}"#);
+        assert!(node.unwrap_err().to_string().starts_with("invalid type: integer `7`"));
+    }
+}

@@ -10,6 +10,9 @@ use super::meta::slim_node_meta;
 #[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
 #[resource(inherit = Node)]
 pub struct SlimNode {
+    /// Read only to be checked (`super::core_v1`).
+    #[serde(rename = "apiVersion", deserialize_with = "super::core_v1", default)]
+    pub api_version: (),
     #[serde(deserialize_with = "slim_node_meta", default)]
     pub metadata: ObjectMeta,
     #[serde(default)]
@@ -30,6 +33,6 @@ impl SlimNode {
 /// Full objects (tests, tools) convert to the watched shape.
 impl From<Node> for SlimNode {
     fn from(node: Node) -> Self {
-        Self { metadata: node.metadata, spec: node.spec.map(|s| NodeTaintsSpec { taints: s.taints }) }
+        Self { api_version: (), metadata: node.metadata, spec: node.spec.map(|s| NodeTaintsSpec { taints: s.taints }) }
     }
 }

@@ -18,6 +18,9 @@ use crate::rules::eligibility::{DEFAULT_TOLERATIONS, NODE_NAME_FIELD};
 #[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
 #[resource(inherit = Pod)]
 pub struct SlimPod {
+    /// Read only to be checked (`super::core_v1`).
+    #[serde(rename = "apiVersion", deserialize_with = "super::core_v1", default)]
+    pub api_version: (),
     #[serde(deserialize_with = "slim_meta", default)]
     pub metadata: ObjectMeta,
     #[serde(default)]
@@ -221,7 +224,7 @@ impl From<Pod> for SlimPod {
             host_network: s.host_network,
         });
         let terminal = pod.status.and_then(|s| s.phase).is_some_and(|p| is_terminal_phase(&p));
-        Self { metadata: pod.metadata, spec, status: Some(PodPhase { terminal }) }
+        Self { api_version: (), metadata: pod.metadata, spec, status: Some(PodPhase { terminal }) }
     }
 }
 

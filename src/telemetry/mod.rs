@@ -7,9 +7,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use kube::runtime::watcher::Event;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -20,117 +19,20 @@ use crate::index::Resource;
 use crate::report::format::gauges;
 use crate::shared::Shared;
 
-/// A watch event's kind, as the `type` label of `misschedule_exporter_watch_events_total` spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
-    Init,
-    InitApply,
-    InitDone,
-    Apply,
-    Delete,
-}
+mod labels;
 
-impl EventType {
-    pub const ALL: [EventType; 5] = [Self::Init, Self::InitApply, Self::InitDone, Self::Apply, Self::Delete];
-
-    pub fn of<K>(event: &Event<K>) -> Self {
-        match event {
-            Event::Init => Self::Init,
-            Event::InitApply(_) => Self::InitApply,
-            Event::InitDone => Self::InitDone,
-            Event::Apply(_) => Self::Apply,
-            Event::Delete(_) => Self::Delete,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Init => "init",
-            Self::InitApply => "init_apply",
-            Self::InitDone => "init_done",
-            Self::Apply => "apply",
-            Self::Delete => "delete",
-        }
-    }
-}
-
-/// Which credential files a reload concerns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CredentialFile {
-    Tls,
-    Auth,
-}
-
-impl CredentialFile {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Tls => "tls",
-            Self::Auth => "auth",
-        }
-    }
-}
-
-/// What became of an Event the exporter meant to write (`--events`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KubeEventResult {
-    Sent,
-    /// Over the rate limit; tried again in a later round.
-    RateLimited,
-    /// RBAC denies writing Events; not retried.
-    Forbidden,
-    Failed,
-}
-
-impl KubeEventResult {
-    pub const ALL: [Self; 4] = [Self::Sent, Self::RateLimited, Self::Forbidden, Self::Failed];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Sent => "sent",
-            Self::RateLimited => "rate_limited",
-            Self::Forbidden => "forbidden",
-            Self::Failed => "failed",
-        }
-    }
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ResourceLabels {
-    pub resource: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct EventLabels {
-    pub resource: &'static str,
-    pub r#type: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct FileLabels {
-    pub file: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ReloadLabels {
-    pub file: &'static str,
-    pub result: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct KubeEventLabels {
-    pub result: &'static str,
-}
-
-fn resource_labels(resource: Resource) -> ResourceLabels {
-    ResourceLabels { resource: resource.as_str() }
-}
+pub use self::labels::{CredentialFile, EventType, KubeEventResult, WatchFailure};
+use self::labels::{
+    ErrorLabels, EventLabels, FileLabels, KubeEventLabels, ReloadLabels, ResourceLabels, resource_labels,
+};
 
 /// The counters and histograms the edges write: the watch tasks, the HTTP edge's credential
 /// reloads and the Event publisher.
 #[derive(Debug)]
 pub struct Telemetry {
     watch_events: Family<EventLabels, Counter>,
-    watch_errors: Family<ResourceLabels, Counter>,
+    watch_errors: Family<ErrorLabels, Counter>,
+    watch_stalls: Family<ResourceLabels, Counter>,
     watch_expiries: Family<ResourceLabels, Counter>,
     invalid_objects: Family<ResourceLabels, Counter>,
     pub apply_duration: Histogram,
@@ -148,6 +50,7 @@ impl Default for Telemetry {
         let telemetry = Self {
             watch_events: Family::default(),
             watch_errors: Family::default(),
+            watch_stalls: Family::default(),
             watch_expiries: Family::default(),
             invalid_objects: Family::default(),
             // 1µs .. ~1s
@@ -164,8 +67,13 @@ impl Default for Telemetry {
                     .watch_events
                     .get_or_create_owned(&EventLabels { resource: resource.as_str(), r#type: kind.as_str() });
             }
-            for family in [&telemetry.watch_errors, &telemetry.watch_expiries, &telemetry.invalid_objects] {
+            for family in [&telemetry.watch_stalls, &telemetry.watch_expiries, &telemetry.invalid_objects] {
                 family.get_or_create_owned(&resource_labels(resource));
+            }
+            for reason in WatchFailure::COUNTED {
+                telemetry
+                    .watch_errors
+                    .get_or_create_owned(&ErrorLabels { resource: resource.as_str(), reason: reason.as_str() });
             }
         }
         for file in [CredentialFile::Tls, CredentialFile::Auth] {
@@ -187,8 +95,14 @@ impl Telemetry {
         self.last_event[resource as usize].store(now_ms / 1000, Ordering::Relaxed);
     }
 
-    pub fn record_error(&self, resource: Resource) {
-        self.watch_errors.get_or_create(&resource_labels(resource)).inc();
+    /// A failed watch or list call; a stall counts in `watch_stalls_total` instead.
+    pub fn record_failure(&self, resource: Resource, failure: WatchFailure) {
+        if failure == WatchFailure::Stalled {
+            self.watch_stalls.get_or_create(&resource_labels(resource)).inc();
+        } else {
+            let labels = ErrorLabels { resource: resource.as_str(), reason: failure.as_str() };
+            self.watch_errors.get_or_create(&labels).inc();
+        }
     }
 
     pub fn record_expiry(&self, resource: Resource) {
@@ -219,8 +133,13 @@ impl Telemetry {
         );
         registry.register(
             "misschedule_exporter_watch_errors",
-            "Failed watch or list calls, by resource; each is followed by a backoff and a relist",
+            "Failed watch or list calls, by resource and reason (throttled, unavailable, refused, unreachable, cut, ended_early, malformed); each is followed by a backoff and a relist",
             self.watch_errors.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_watch_stalls",
+            "Watches closed because nothing, not even a bookmark, arrived for --watch-stall-seconds (or the call's timeout where the API server sends no periodic bookmarks); each is followed by a backoff and a relist",
+            self.watch_stalls.clone(),
         );
         registry.register(
             "misschedule_exporter_watch_expiries",
@@ -315,12 +234,14 @@ mod tests {
         let telemetry = Telemetry::default();
         let mut registry = Registry::default();
         telemetry.register(&mut registry, Arc::new(Shared::new(Index::default())));
-        telemetry.record_error(Resource::Pods);
+        telemetry.record_failure(Resource::Pods, WatchFailure::Throttled);
+        telemetry.record_failure(Resource::Nodes, WatchFailure::Stalled);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         for family in [
             "watch_events",
             "watch_errors",
+            "watch_stalls",
             "watch_expiries",
             "invalid_objects",
             "classification_duration_seconds",
@@ -336,8 +257,11 @@ mod tests {
             let help = format!("# HELP misschedule_exporter_{family} ");
             assert_eq!(text.matches(&help).count(), 1, "{family}: {text}");
         }
-        assert!(text.contains("misschedule_exporter_watch_errors_total{resource=\"pods\"} 1"), "{text}");
-        assert!(text.contains("misschedule_exporter_watch_errors_total{resource=\"nodes\"} 0"), "{text}");
+        let errors = |labels: &str| format!("misschedule_exporter_watch_errors_total{{{labels}}} ");
+        assert!(text.contains(&(errors("resource=\"pods\",reason=\"throttled\"") + "1")), "{text}");
+        assert!(text.contains(&(errors("resource=\"pods\",reason=\"cut\"") + "0")), "{text}");
+        assert!(!text.contains("reason=\"stalled\""), "{text}");
+        assert!(text.contains("misschedule_exporter_watch_stalls_total{resource=\"nodes\"} 1"), "{text}");
         assert!(text.contains("misschedule_exporter_cache_synced{resource=\"pods\"} 0"), "{text}");
         assert!(text.contains("misschedule_exporter_last_event_timestamp_seconds{resource=\"pods\"} 0"), "{text}");
     }

@@ -1,0 +1,161 @@
+//! How one watch call ended and what comes next, and when silence means a dead connection.
+//! Pure: every fault the API server or a proxy can cause is a row in a table test.
+//!
+//! A watch call that ends is normal (the server ends it at its timeout). One that ends
+//! without progress is not: a proxy that cuts each response at the same byte would
+//! otherwise be re-watched at once, forever.
+
+use std::time::Duration;
+
+pub use crate::telemetry::WatchFailure as Failure;
+
+/// How a watch call's stream ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The server closed the stream at a line boundary.
+    Closed,
+    /// A 410 Gone: the resourceVersion it resumed from was compacted away.
+    Expired,
+    Failed(Failure),
+}
+
+/// What a watch call did before it ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// From the request to the end of the stream.
+    pub lasted: Duration,
+    /// It received at least one event or bookmark: its resourceVersion moved on.
+    pub progressed: bool,
+}
+
+/// A close this long before the call's timeout is still the server's timeout: its clock
+/// and ours start a round trip apart.
+const TIMEOUT_SLACK: Duration = Duration::from_secs(2);
+/// A call that ended sooner than this is resumed only after this long, even with
+/// progress: a stream cut after one event each time is bounded to one call a second.
+pub const MIN_CALL: Duration = Duration::from_secs(1);
+
+/// What to do after a watch call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Watch again from the last resourceVersion, after this pause (zero after a normal end).
+    Resume(Duration),
+    /// Relist after `Retry::after_expiry`.
+    Relist,
+    /// Relist after `Retry::after_failure`, counted and logged.
+    Fail(Failure),
+}
+
+/// The rule: a close at the timeout, or after progress, resumes; a close before the
+/// timeout with nothing received is a failure (`EndedEarly`), as is every error.
+pub fn after_call(call: Call, end: End, timeout: Duration) -> Next {
+    match end {
+        End::Expired => Next::Relist,
+        End::Failed(failure) => Next::Fail(failure),
+        End::Closed if !call.progressed && call.lasted + TIMEOUT_SLACK < timeout => Next::Fail(Failure::EndedEarly),
+        End::Closed => Next::Resume(MIN_CALL.saturating_sub(call.lasted)),
+    }
+}
+
+/// How long a watch may stay silent before it counts as stalled.
+///
+/// API servers since about 1.27 send every watch that asks a bookmark each minute, on top
+/// of the one just before the call's deadline; older ones send only that last one. So a
+/// watch uses the short limit (default 90 s: a minute's bookmark, plus half) once it has
+/// seen a bookmark well before a deadline, and until then the call's own timeout plus a
+/// grace, which is what kube-runtime's watcher allows any server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Silence {
+    stall_after: Duration,
+    timeout: Duration,
+    periodic_bookmarks: bool,
+}
+
+/// Beyond the call's timeout, how long a server that sends no periodic bookmarks may take
+/// to close it.
+pub const DEADLINE_GRACE: Duration = Duration::from_secs(5);
+/// A bookmark this long before the call's deadline is a periodic one, not the deadline's.
+const PERIODIC_MARGIN: Duration = Duration::from_secs(10);
+
+impl Silence {
+    pub fn new(stall_after: Duration, timeout: Duration) -> Self {
+        Self { stall_after, timeout, periodic_bookmarks: false }
+    }
+
+    /// A bookmark arrived `into_call` after the call started.
+    pub fn bookmark(&mut self, into_call: Duration) {
+        if into_call + PERIODIC_MARGIN < self.timeout {
+            self.periodic_bookmarks = true;
+        }
+    }
+
+    /// The longest silence allowed now.
+    pub fn limit(&self) -> Duration {
+        let deadline = self.timeout + DEADLINE_GRACE;
+        if self.periodic_bookmarks { self.stall_after.min(deadline) } else { deadline }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(290);
+
+    fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    fn call(lasted: Duration, progressed: bool) -> Call {
+        Call { lasted, progressed }
+    }
+
+    #[test]
+    fn every_way_a_call_ends() {
+        let rows = [
+            // (what happened, call, end, next)
+            ("server timeout", call(secs(290), false), End::Closed, Next::Resume(Duration::ZERO)),
+            ("timeout, a round trip early", call(secs(289), false), End::Closed, Next::Resume(Duration::ZERO)),
+            ("proxy idle cut after events", call(secs(60), true), End::Closed, Next::Resume(Duration::ZERO)),
+            ("closed at once, nothing sent", call(Duration::ZERO, false), End::Closed, Next::Fail(Failure::EndedEarly)),
+            ("closed early, nothing sent", call(secs(100), false), End::Closed, Next::Fail(Failure::EndedEarly)),
+            (
+                "one event then closed at once",
+                call(Duration::from_millis(5), true),
+                End::Closed,
+                Next::Resume(Duration::from_millis(995)),
+            ),
+            ("410", call(secs(3), true), End::Expired, Next::Relist),
+            ("cut mid-line", call(secs(3), true), End::Failed(Failure::Cut), Next::Fail(Failure::Cut)),
+            ("stalled", call(secs(90), true), End::Failed(Failure::Stalled), Next::Fail(Failure::Stalled)),
+        ];
+        for (what, call, end, next) in rows {
+            assert_eq!(after_call(call, end, TIMEOUT), next, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_resume_never_comes_sooner_than_a_second_after_the_last_call_started() {
+        for ms in [0, 1, 500, 999, 1000, 5000] {
+            let lasted = Duration::from_millis(ms);
+            let Next::Resume(pause) = after_call(call(lasted, true), End::Closed, TIMEOUT) else { panic!("{ms}") };
+            assert!(lasted + pause >= MIN_CALL, "{ms} ms");
+        }
+    }
+
+    #[test]
+    fn silence_is_a_stall_at_the_short_limit_only_where_bookmarks_are_periodic() {
+        let mut silence = Silence::new(secs(90), TIMEOUT);
+        // Before 1.27 the only bookmark comes just before the deadline.
+        assert_eq!(silence.limit(), secs(295));
+        silence.bookmark(secs(288));
+        assert_eq!(silence.limit(), secs(295), "the deadline's bookmark proves nothing");
+        // A bookmark a minute into the call is periodic.
+        silence.bookmark(secs(60));
+        assert_eq!(silence.limit(), secs(90));
+        // Never beyond what the call's own timeout allows.
+        let mut short = Silence::new(secs(90), secs(30));
+        short.bookmark(secs(5));
+        assert_eq!(short.limit(), secs(35));
+    }
+}

@@ -1,0 +1,274 @@
+//! The exporter against a fake API server that misbehaves on cue (`support::fakeapi`):
+//! throttling and outages with Retry-After, stalled watches, streams cut mid-line, 410
+//! ERROR events, malformed lines and watches that end at once. For each fault: no hot loop
+//! (the requests are counted), `/readyz` false while blind and true after, the self-metric
+//! that names the fault, one error line per burst, and the right answer right after
+//! recovery, including a change made while the exporter was blind.
+//!
+//! Each test prints what it measured: docs/operations.md quotes the figures.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::cluster::reported_rows;
+use support::fakeapi::{FakeApi, Fault};
+use support::{Exporter, daemon_pod, daemonset, node, revision};
+
+/// How long each fault lasts.
+const FAULT: Duration = Duration::from_secs(10);
+/// The stall limit the exporter runs with here; the fake sends a bookmark each second.
+const STALL_SECONDS: &str = "3";
+/// Requests per second, averaged over the fault, across all four watches.
+const MAX_RATE: f64 = 5.0;
+
+fn pool_node(name: &str, pool: &str) -> Value {
+    serde_json::to_value(node(name, &[("pool", pool)], &[])).unwrap()
+}
+
+/// Two nodes, a DaemonSet for pool `a`, and its pods on both: the one on the node in
+/// pool `b` is misscheduled.
+fn cluster(pool_of_n1: &str, pool_of_n2: &str) -> Vec<Value> {
+    let ds = daemonset("agent", json!({"nodeSelector": {"pool": "a"}, "containers": [{"name": "a", "image": "a"}]}));
+    let mut objects = vec![pool_node("n1", pool_of_n1), pool_node("n2", pool_of_n2)];
+    objects.push(serde_json::to_value(revision(&ds, "h1")).unwrap());
+    for n in ["n1", "n2"] {
+        objects.push(serde_json::to_value(daemon_pod(&ds, n, "h1", true)).unwrap());
+    }
+    objects.push(serde_json::to_value(ds).unwrap());
+    objects
+}
+
+struct Lab {
+    fake: FakeApi,
+    exporter: Exporter,
+    log: PathBuf,
+    _dir: TempDir,
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Lab {
+    async fn start(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("misschedule-apifaults-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = FakeApi::start(cluster("a", "b"), Duration::from_secs(1)).await;
+        let kubeconfig = fake.kubeconfig(&dir.join("kubeconfig"));
+        let log = dir.join("exporter.log");
+        let args = ["--watch-stall-seconds", STALL_SECONDS, "--watch-timeout-seconds", "60"];
+        // The exporter's own log filter, as a user gets it: one line per burst is a promise
+        // of the defaults.
+        let args: Vec<&str> = ["--kubeconfig", kubeconfig.as_str()].into_iter().chain(args).collect();
+        let file = std::fs::File::create(&log).unwrap();
+        let exporter = Exporter::spawn_logging("127.0.0.1", &args, file.into(), None);
+        let lab = Self { fake, exporter, log, _dir: TempDir(dir) };
+        lab.wait("ready with n2 misscheduled", Duration::from_secs(20), |lab| lab.ready() && lab.nodes() == ["n2"])
+            .await;
+        lab
+    }
+
+    fn ready(&self) -> bool {
+        self.exporter.ready()
+    }
+
+    /// The nodes whose daemon pod the exporter reports misscheduled.
+    fn nodes(&self) -> Vec<String> {
+        let rows = reported_rows(&self.exporter.metrics());
+        rows.into_iter().map(|(_, node, _, _)| node).collect::<BTreeSet<_>>().into_iter().collect()
+    }
+
+    fn sum(&self, family: &str, label: &str) -> f64 {
+        let metrics = self.exporter.metrics();
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(family) && l.contains(label))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn wait(&self, what: &str, timeout: Duration, condition: impl Fn(&Self) -> bool) -> Duration {
+        let started = Instant::now();
+        while !condition(self) {
+            assert!(started.elapsed() < timeout, "{what}: not within {timeout:?}\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        started.elapsed()
+    }
+
+    /// Inject `fault` on `resource` (or all), change the cluster while it lasts, clear it,
+    /// and check every promise; `counter` is the self-metric (family and label) it must move.
+    async fn survive(&self, name: &str, resource: Option<&'static str>, fault: Fault, counter: (&str, &str)) {
+        let (family, label) = counter;
+        let counted_before = self.sum(family, label);
+        let began = Instant::now();
+        self.fake.fault(resource, fault.clone());
+        let detected = self.wait("/readyz 503 while blind", Duration::from_secs(15), |lab| !lab.ready()).await;
+        // A change the exporter can only learn by a relist once the fault is over.
+        for object in [pool_node("n1", "b"), pool_node("n2", "a")] {
+            self.fake.put(object);
+        }
+        let mut ready_while_blind = 0;
+        while began.elapsed() < FAULT {
+            ready_while_blind += usize::from(self.ready());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let requests = self.fake.requests_since(began);
+        let rate = requests as f64 / began.elapsed().as_secs_f64();
+        let counted = self.sum(family, label) - counted_before;
+        self.fake.clear();
+        let cleared = Instant::now();
+        let recovered = self
+            .wait("ready and right after the fault", Duration::from_secs(20), |lab| {
+                lab.ready() && lab.nodes() == ["n1"]
+            })
+            .await;
+        let log = self.log();
+        let bursts = log.matches("watch failed; serving the last known state").count();
+        let loud = log.lines().filter(|l| l.contains(" ERROR ") || l.contains(" WARN ")).count();
+        println!(
+            "MEASURED {name}: {requests} requests in {:.1}s ({rate:.1}/s), detected in {detected:.1?}, \
+             {family}{{{label}}} +{counted}, recovered {recovered:.1?} after the fault ended, {bursts} error lines",
+            cleared.duration_since(began).as_secs_f64(),
+        );
+        assert!(rate <= MAX_RATE, "{name}: {requests} requests in {FAULT:?} is a hot loop");
+        assert!(counted >= 1.0, "{name}: {family}{{{label}}} did not count the fault");
+        assert!(ready_while_blind <= 2, "{name}: /readyz said ready {ready_while_blind} times while blind");
+        let watches = resource.map_or(4, |_| 1);
+        assert!((1..=watches).contains(&bursts), "{name}: {bursts} error lines for one burst\n{log}");
+        assert_eq!(loud, bursts, "{name}: warnings or errors beyond one per burst\n{log}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttled_429_with_retry_after_is_visible_and_honoured() {
+    let lab = Lab::start("throttled").await;
+    let began = Instant::now();
+    lab.survive(
+        "429 Retry-After 2",
+        None,
+        Fault::Status { code: 429, retry_after: 2 },
+        ("misschedule_exporter_watch_errors_total", "reason=\"throttled\""),
+    )
+    .await;
+    // Retry-After: 2 is a floor: no watch retried sooner than 2 s after a 429.
+    let seen = lab.fake.seen();
+    for resource in support::fakeapi::RESOURCES {
+        let times: Vec<Instant> =
+            seen.iter().filter(|s| s.resource == resource && s.at >= began).map(|s| s.at).collect();
+        for pair in times.windows(2).take(3) {
+            assert!(
+                pair[1] - pair[0] >= Duration::from_millis(1900),
+                "{resource}: retried {:?} after a 429 asking for 2 s",
+                pair[1] - pair[0]
+            );
+        }
+    }
+    assert!(lab.log().contains("HTTP 429"), "the log says the API server throttles\n{}", lab.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unavailable_503_is_visible() {
+    let lab = Lab::start("unavailable").await;
+    lab.survive(
+        "503",
+        None,
+        Fault::Status { code: 503, retry_after: 1 },
+        ("misschedule_exporter_watch_errors_total", "reason=\"unavailable\""),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_watch_is_closed_and_relisted() {
+    let lab = Lab::start("stall").await;
+    lab.survive(
+        "stalled watch",
+        Some("nodes"),
+        Fault::StallWatch,
+        ("misschedule_exporter_watch_stalls_total", "resource=\"nodes\""),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_cut_mid_line_backs_off_instead_of_looping() {
+    let lab = Lab::start("cut").await;
+    lab.survive(
+        "watch cut mid-line",
+        Some("nodes"),
+        Fault::CutWatch,
+        ("misschedule_exporter_watch_errors_total", "reason=\"cut\""),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_cut_mid_body_backs_off() {
+    let lab = Lab::start("cutlist").await;
+    // Lists fail, but the watch already open keeps going: the relist a failure needs is
+    // what fails, so the fault is first made visible by ending the watch.
+    lab.survive(
+        "list cut mid-body",
+        Some("nodes"),
+        Fault::CutList,
+        ("misschedule_exporter_watch_errors_total", "reason=\"cut\""),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_ending_at_once_counts_as_a_failure() {
+    let lab = Lab::start("endearly").await;
+    lab.survive(
+        "watch ends at once",
+        Some("nodes"),
+        Fault::EndEarly,
+        ("misschedule_exporter_watch_errors_total", "reason=\"ended_early\""),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_line_names_resource_and_field_and_relists() {
+    let lab = Lab::start("malformed").await;
+    lab.survive(
+        "malformed line",
+        Some("nodes"),
+        Fault::Malformed,
+        ("misschedule_exporter_watch_errors_total", "reason=\"malformed\""),
+    )
+    .await;
+    let log = lab.log();
+    let line = log.lines().find(|l| l.contains("watch failed")).unwrap_or_default();
+    for words in ["nodes", "field `object.metadata.name`", "relisting"] {
+        assert!(line.contains(words), "the error line says {words:?}: {line}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gone_410_right_after_each_list_backs_off() {
+    let lab = Lab::start("gone").await;
+    let before = lab.sum("misschedule_exporter_watch_expiries_total", "resource=\"nodes\"");
+    let began = Instant::now();
+    lab.fake.fault(Some("nodes"), Fault::Gone);
+    tokio::time::sleep(FAULT).await;
+    let requests = lab.fake.requests_since(began);
+    let expiries = lab.sum("misschedule_exporter_watch_expiries_total", "resource=\"nodes\"") - before;
+    lab.fake.clear();
+    println!("MEASURED 410 after every list: {requests} requests in {FAULT:?}, {expiries} expiries");
+    assert!(expiries >= 2.0, "each 410 counted as an expiry");
+    assert!((requests as f64) / FAULT.as_secs_f64() <= MAX_RATE, "{requests} requests: a relist loop");
+}

@@ -1,0 +1,401 @@
+//! A small fake API server that misbehaves on demand, the way real API servers and the
+//! proxies in front of them do: 429/503 with Retry-After, watches held open with nothing
+//! sent, responses cut mid-line, 410 ERROR events, malformed lines, watches closed at once.
+//! The real API server cannot be made to do any of this on cue.
+//!
+//! It speaks just enough HTTP/1.1 for kube's client (GET, keep-alive, chunked watches) and
+//! serves one consistent cluster: the test changes it and watches see the change. Every
+//! request is counted per resource, so a test can prove there is no hot loop.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::broadcast;
+use tokio::task::AbortHandle;
+
+/// The four resources, by the URL segment kube's client asks for.
+pub const RESOURCES: [&str; 4] = ["nodes", "daemonsets", "controllerrevisions", "pods"];
+
+/// What the server does to every request for a resource (or all of them).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// Answer every list and watch with this status, a Status body with
+    /// `retryAfterSeconds` and a Retry-After header, as the API server throttles.
+    Status { code: u16, retry_after: u32 },
+    /// Watches get their headers, then nothing, not even a bookmark, until closed.
+    StallWatch,
+    /// Watches send half a line, then the connection closes.
+    CutWatch,
+    /// Lists send half their body, then the connection closes; watches get a 410, so that
+    /// a relist is needed.
+    CutList,
+    /// Watches get an ERROR event with code 410 at once.
+    Gone,
+    /// Watches send a line that is not a watch event of the resource.
+    Malformed,
+    /// Watches close at once, cleanly, with nothing sent.
+    EndEarly,
+}
+
+/// One request the server answered.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub resource: String,
+    pub watch: bool,
+    pub at: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    resource_version: u64,
+    /// Objects by resource, by namespace/name.
+    objects: BTreeMap<&'static str, BTreeMap<String, Value>>,
+    /// Every change: (resourceVersion, resource, event type, object).
+    history: Vec<(u64, &'static str, &'static str, Value)>,
+    faults: BTreeMap<&'static str, Fault>,
+    /// Bumped by each new fault: open watches close, as when a proxy or API server restarts.
+    epoch: u64,
+    seen: Vec<Seen>,
+}
+
+pub struct FakeApi {
+    pub port: u16,
+    state: Arc<Mutex<State>>,
+    changes: broadcast::Sender<()>,
+    accept_loop: AbortHandle,
+    /// Send a bookmark to every open watch this often (API servers since 1.27: each minute).
+    _bookmarks: AbortHandle,
+}
+
+fn key(object: &Value) -> String {
+    let meta = &object["metadata"];
+    format!("{}/{}", meta["namespace"].as_str().unwrap_or(""), meta["name"].as_str().unwrap_or(""))
+}
+
+fn resource_of(kind: &str) -> &'static str {
+    match kind {
+        "Node" => "nodes",
+        "DaemonSet" => "daemonsets",
+        "ControllerRevision" => "controllerrevisions",
+        "Pod" => "pods",
+        other => panic!("the fake API server does not serve {other}"),
+    }
+}
+
+impl FakeApi {
+    /// Serve `objects` (any of the four kinds, as JSON), with a bookmark every `bookmark_every`.
+    pub async fn start(objects: Vec<Value>, bookmark_every: Duration) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (changes, _) = broadcast::channel(1024);
+        let state = Arc::new(Mutex::new(State::default()));
+        let fake_state = state.clone();
+        let accept_loop = tokio::spawn({
+            let (state, changes) = (state.clone(), changes.clone());
+            async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    tokio::spawn(serve(stream, state.clone(), changes.clone()));
+                }
+            }
+        })
+        .abort_handle();
+        let bookmarks = tokio::spawn({
+            let changes = changes.clone();
+            async move {
+                loop {
+                    tokio::time::sleep(bookmark_every).await;
+                    // An empty change: every open watch sends a bookmark at the current version.
+                    let _ = changes.send(());
+                }
+            }
+        })
+        .abort_handle();
+        let fake = Self { port, state: fake_state, changes, accept_loop, _bookmarks: bookmarks };
+        for object in objects {
+            fake.put(object);
+        }
+        fake
+    }
+
+    /// A kubeconfig for the exporter, written to `path`.
+    pub fn kubeconfig(&self, path: &std::path::Path) -> String {
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: 'http://127.0.0.1:{}'}}}}]\n\
+             users: [{{name: fake, user: {{}}}}]\ncontexts: [{{name: fake, context: {{cluster: fake, user: fake}}}}]\n\
+             current-context: fake\n",
+            self.port
+        );
+        std::fs::write(path, text).unwrap();
+        path.display().to_string()
+    }
+
+    /// Create or replace an object; open watches get the event.
+    pub fn put(&self, mut object: Value) {
+        let resource = resource_of(object["kind"].as_str().unwrap_or_default());
+        {
+            let mut state = self.state.lock().unwrap();
+            state.resource_version += 1;
+            let version = state.resource_version;
+            object["metadata"]["resourceVersion"] = json!(version.to_string());
+            let existed = state.objects.entry(resource).or_default().insert(key(&object), object.clone()).is_some();
+            state.history.push((version, resource, if existed { "MODIFIED" } else { "ADDED" }, object));
+        }
+        let _ = self.changes.send(());
+    }
+
+    /// `resource` (or every resource, for `None`) misbehaves this way until `clear`.
+    /// Open watches end (cleanly, at a line boundary), as when a proxy or the API server
+    /// in front restarts; the calls that follow meet the fault.
+    pub fn fault(&self, resource: Option<&'static str>, fault: Fault) {
+        {
+            let mut state = self.state.lock().unwrap();
+            for r in resource.map_or(RESOURCES.to_vec(), |r| vec![r]) {
+                state.faults.insert(r, fault.clone());
+            }
+            state.epoch += 1;
+        }
+        let _ = self.changes.send(());
+    }
+
+    pub fn clear(&self) {
+        self.state.lock().unwrap().faults.clear();
+    }
+
+    /// The requests answered so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.state.lock().unwrap().seen.clone()
+    }
+
+    /// Requests answered since `since`.
+    pub fn requests_since(&self, since: Instant) -> usize {
+        self.seen().iter().filter(|s| s.at >= since).count()
+    }
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        self.accept_loop.abort();
+        self._bookmarks.abort();
+    }
+}
+
+/// One connection: requests one after another (kube's client keeps connections alive).
+async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, changes: broadcast::Sender<()>) {
+    let mut stream = BufReader::new(stream);
+    loop {
+        let mut request_line = String::new();
+        if stream.read_line(&mut request_line).await.unwrap_or(0) == 0 {
+            return;
+        }
+        loop {
+            let mut header = String::new();
+            if stream.read_line(&mut header).await.unwrap_or(0) == 0 {
+                return;
+            }
+            if header == "\r\n" {
+                break;
+            }
+        }
+        let target = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+        let keep_open = respond(stream.get_mut(), &target, &state, &changes).await;
+        if !keep_open {
+            return;
+        }
+    }
+}
+
+fn query(target: &str) -> BTreeMap<String, String> {
+    let query = target.split_once('?').map_or("", |(_, q)| q);
+    form_urlencoded::parse(query.as_bytes()).into_owned().collect()
+}
+
+/// Answer one request; whether the connection can take another.
+async fn respond(
+    stream: &mut TcpStream,
+    target: &str,
+    state: &Arc<Mutex<State>>,
+    changes: &broadcast::Sender<()>,
+) -> bool {
+    let path = target.split('?').next().unwrap_or("");
+    if path == "/version" {
+        let body = json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0-fake"}).to_string();
+        return write_full(stream, 200, &[], &body).await;
+    }
+    let Some(resource) = RESOURCES.into_iter().find(|r| path.ends_with(&format!("/{r}"))) else {
+        return write_full(stream, 404, &[], &status_body(404, "NotFound", "no such path", 0)).await;
+    };
+    let params = query(target);
+    let watch = params.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let fault = {
+        let mut state = state.lock().unwrap();
+        state.seen.push(Seen { resource: resource.into(), watch, at: Instant::now() });
+        state.faults.get(resource).cloned()
+    };
+    match (fault, watch) {
+        (Some(Fault::Status { code, retry_after }), _) => {
+            let body = status_body(code, "TooManyRequests", "the server is throttling (fake)", retry_after);
+            let headers = [("Retry-After", retry_after.to_string())];
+            write_full(stream, code, &headers, &body).await
+        }
+        (Some(Fault::CutList), false) => {
+            let body = list_body(state, resource, &params);
+            let head = head(200, &[("Content-Length", body.len().to_string())], false);
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&body.as_bytes()[..body.len() / 2]).await;
+            false
+        }
+        (_, false) => write_full(stream, 200, &[], &list_body(state, resource, &params)).await,
+        (fault, true) => {
+            let since: u64 = params.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let timeout = params.get("timeoutSeconds").and_then(|t| t.parse().ok()).unwrap_or(290);
+            watch_stream(stream, state, changes.subscribe(), resource, since, timeout, fault).await;
+            false
+        }
+    }
+}
+
+fn status_body(code: u16, reason: &str, message: &str, retry_after: u32) -> String {
+    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason,
+           "details": {"retryAfterSeconds": retry_after}, "code": code})
+    .to_string()
+}
+
+fn list_body(state: &Arc<Mutex<State>>, resource: &str, params: &BTreeMap<String, String>) -> String {
+    let state = state.lock().unwrap();
+    let selector = params.get("labelSelector");
+    let items: Vec<&Value> = state
+        .objects
+        .get(resource)
+        .into_iter()
+        .flat_map(|objects| objects.values())
+        // Only the selector the exporter sends for pods: a label that must exist.
+        .filter(|o| selector.is_none_or(|key| o["metadata"]["labels"].get(key.as_str()).is_some()))
+        .collect();
+    json!({"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": state.resource_version.to_string()},
+           "items": items})
+    .to_string()
+}
+
+fn head(code: u16, headers: &[(&str, String)], chunked: bool) -> String {
+    let mut head = format!("HTTP/1.1 {code} X\r\nContent-Type: application/json\r\n");
+    for (name, value) in headers {
+        head += &format!("{name}: {value}\r\n");
+    }
+    if chunked {
+        head += "Transfer-Encoding: chunked\r\n";
+    }
+    head + "\r\n"
+}
+
+async fn write_full(stream: &mut TcpStream, code: u16, headers: &[(&str, String)], body: &str) -> bool {
+    let mut headers = headers.to_vec();
+    headers.push(("Content-Length", body.len().to_string()));
+    let text = head(code, &headers, false) + body;
+    stream.write_all(text.as_bytes()).await.is_ok()
+}
+
+async fn chunk(stream: &mut TcpStream, data: &str) -> bool {
+    stream.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes()).await.is_ok()
+}
+
+/// A watch from `since`: past changes after it, then each new one, with a bookmark on
+/// every empty change, until `timeout` seconds (a clean end) or a fault.
+async fn watch_stream(
+    stream: &mut TcpStream,
+    state: &Arc<Mutex<State>>,
+    mut changes: broadcast::Receiver<()>,
+    resource: &'static str,
+    mut since: u64,
+    timeout: u64,
+    fault: Option<Fault>,
+) {
+    if stream.write_all(head(200, &[], true).as_bytes()).await.is_err() {
+        return;
+    }
+    match fault {
+        Some(Fault::StallWatch) => {
+            // Hold the connection, send nothing, until the client gives up.
+            let mut buf = [0u8; 1];
+            let _ = tokio::io::AsyncReadExt::read(stream, &mut buf).await;
+            return;
+        }
+        Some(Fault::CutWatch) => {
+            let line = json!({"type": "MODIFIED", "object": {"kind": "x", "metadata": {"name": "cut"}}}).to_string();
+            chunk(stream, &line[..line.len() / 2]).await;
+            return;
+        }
+        Some(Fault::Gone | Fault::CutList) => {
+            let line = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "message": format!("too old resource version: {since}"), "reason": "Expired", "code": 410}});
+            chunk(stream, &(line.to_string() + "\n")).await;
+            return;
+        }
+        Some(Fault::Malformed) => {
+            let line = json!({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": kind_of(resource),
+                "metadata": {"name": ["not", "a", "name"]}}});
+            chunk(stream, &(line.to_string() + "\n")).await;
+            // Then nothing: the exporter must not wait for more.
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            return;
+        }
+        Some(Fault::EndEarly) => {
+            let _ = stream.write_all(b"0\r\n\r\n").await;
+            return;
+        }
+        _ => {}
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
+    let epoch = state.lock().unwrap().epoch;
+    loop {
+        let current = {
+            let state = state.lock().unwrap();
+            (state.epoch == epoch).then(|| {
+                let events: Vec<String> = state
+                    .history
+                    .iter()
+                    .filter(|(v, r, _, _)| *v > since && *r == resource)
+                    .map(|(_, _, kind, object)| json!({"type": kind, "object": object}).to_string() + "\n")
+                    .collect();
+                (events, state.resource_version)
+            })
+        };
+        let Some((events, version)) = current else {
+            let _ = stream.write_all(b"0\r\n\r\n").await;
+            return;
+        };
+        let quiet = events.is_empty();
+        for line in events {
+            if !chunk(stream, &line).await {
+                return;
+            }
+        }
+        if quiet {
+            let bookmark = json!({"type": "BOOKMARK", "object": {"kind": kind_of(resource), "apiVersion": "v1",
+                "metadata": {"resourceVersion": version.to_string()}}});
+            if !chunk(stream, &(bookmark.to_string() + "\n")).await {
+                return;
+            }
+        }
+        since = version;
+        tokio::select! {
+            _ = changes.recv() => {}
+            () = tokio::time::sleep_until(deadline) => {
+                let _ = stream.write_all(b"0\r\n\r\n").await;
+                return;
+            }
+        }
+    }
+}
+
+fn kind_of(resource: &str) -> &'static str {
+    match resource {
+        "nodes" => "Node",
+        "daemonsets" => "DaemonSet",
+        "controllerrevisions" => "ControllerRevision",
+        _ => "Pod",
+    }
+}
