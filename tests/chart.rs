@@ -452,7 +452,7 @@ fn events_grant_writing_events_only_when_enabled() {
     let rules = files["clusterrole.yaml"].1["rules"].as_array().unwrap().clone();
     assert_eq!(
         rules[2..],
-        [json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]})]
+        [json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "get", "patch"]})]
     );
     let container = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0];
     assert!(container["args"].as_array().unwrap().iter().any(|a| a == "--events"));

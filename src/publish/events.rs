@@ -1,21 +1,27 @@
 //! `--events`: an Event (events.k8s.io/v1) regarding the DaemonSet for each new notice, so
-//! `kubectl describe daemonset` answers the question. kube-runtime's recorder turns repeats
-//! of one (DaemonSet, reason, action) within minutes into a series, keeping the first note;
-//! so each verdict's (key, manager) gets its own recorder, and only a true repeat (a pod that
-//! recovers and relapses the same way) becomes a series.
+//! `kubectl describe daemonset` answers the question.
+//!
+//! Exactly one Event object per (pod, verdict), across replicas and restarts: its name is
+//! derived from them (`Notice::event_name`), so a replica that comes second, or a restarted
+//! exporter, gets AlreadyExists from the API server and writes nothing. A true repeat (the
+//! pod recovered and relapsed the same way, seen by this process) becomes the Event's
+//! series instead, once: a replica that finds the series already past the recovery it saw
+//! leaves it.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::Client;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use k8s_openapi::api::events::v1::{Event, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
 
 use super::notice::{self, Notice, Target};
 use super::rate_limit::RateLimit;
 use super::transitions::Transitions;
-use crate::model::Str;
+use crate::clock::unix_ms;
 use crate::shared::Shared;
 use crate::telemetry::{KubeEventResult, Telemetry};
 
@@ -28,39 +34,21 @@ const BURST: u32 = 20;
 const PER_SECOND: f64 = 2.0;
 /// Deferred Events are tried again this soon, when a token is back, if nothing changes first.
 const RETRY_DEFERRED: Duration = Duration::from_millis(500);
+/// The Events' `reportingController`.
+pub const CONTROLLER: &str = "misschedule-exporter";
 
-pub fn reporter() -> Reporter {
-    Reporter {
-        controller: "misschedule-exporter".into(),
-        // The pod's name (the chart sets POD_NAME from the downward API), when known.
-        instance: std::env::var("POD_NAME").ok().filter(|n| !n.is_empty()),
-    }
-}
-
-/// kube-runtime's recorder keeps a repeat's cache entry this long; an idle recorder is dropped after it.
-const RECORDER_IDLE: Duration = Duration::from_secs(7 * 60);
-
-/// One recorder per (key, manager), so a different cause is a new Event, not a series.
-struct Recorders {
-    client: Client,
-    by_cause: HashMap<(Str, Option<Str>), (Recorder, Instant)>,
-}
-
-impl Recorders {
-    fn for_notice(&mut self, notice: &Notice) -> &Recorder {
-        let now = Instant::now();
-        self.by_cause.retain(|_, (_, used)| now.duration_since(*used) < RECORDER_IDLE);
-        let client = &self.client;
-        let cause = (notice.verdict.key.clone(), notice.verdict.manager.clone());
-        let entry = self.by_cause.entry(cause).or_insert_with(|| (Recorder::new(client.clone(), reporter()), now));
-        entry.1 = now;
-        &entry.0
-    }
+/// The Events' `reportingInstance`: the pod's name (the chart sets POD_NAME from the
+/// downward API), else the host's.
+fn instance() -> String {
+    ["POD_NAME", "HOSTNAME"]
+        .into_iter()
+        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| CONTROLLER.into())
 }
 
 /// Publish Events until the task is dropped or the index is gone.
 pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>) {
-    let mut recorders = Recorders { client, by_cause: HashMap::new() };
+    let writer = Writer { client, instance: instance() };
     let mut transitions = Transitions::default();
     let started = Instant::now();
     let mut limit = RateLimit::new(BURST, PER_SECOND, 0.0);
@@ -85,7 +73,7 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
             }
             notice::misscheduled(&index)
         };
-        transitions.retain_current(&notices);
+        transitions.retain_current(&notices, unix_ms());
         deferred = false;
         let changed: Vec<Notice> = transitions.changed(&notices).into_iter().cloned().collect();
         for notice in &changed {
@@ -94,7 +82,7 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
                 deferred = true;
                 break;
             }
-            let result = publish(recorders.for_notice(notice), notice).await;
+            let result = writer.write(notice, transitions.ended_at(&notice.event_name())).await;
             if result == KubeEventResult::Forbidden && !denied_reported {
                 tracing::error!(
                     "cannot write Events (RBAC forbids create on events.k8s.io events); --events needs it, \
@@ -104,8 +92,13 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
                 denied_reported = true;
             }
             telemetry.record_kube_event(result);
-            // Sent, or failed for good: either way not tried again for this verdict.
-            transitions.announced(notice);
+            if result == KubeEventResult::Unavailable {
+                // Throttled or unavailable: tried again in a later round.
+                deferred = true;
+                break;
+            }
+            // Sent, written before, or failed for good: not tried again for this verdict.
+            transitions.announced(notice, unix_ms());
         }
     }
 }
@@ -121,21 +114,79 @@ fn reference(api_version: &str, kind: &str, target: &Target) -> ObjectReference 
     }
 }
 
-async fn publish(recorder: &Recorder, notice: &Notice) -> KubeEventResult {
-    let event = Event {
-        type_: EventType::Warning,
-        reason: notice.kind.reason().into(),
-        note: Some(notice.note()),
-        action: notice.action().into(),
-        secondary: notice.related.as_ref().map(|pod| reference("v1", "Pod", pod)),
-    };
-    let regarding = reference("apps/v1", "DaemonSet", &notice.regarding);
-    match recorder.publish(&event, &regarding).await {
-        Ok(()) => KubeEventResult::Sent,
-        Err(kube::Error::Api(status)) if status.code == 403 => KubeEventResult::Forbidden,
-        Err(error) => {
+/// Writes Events with the exporter's identity.
+struct Writer {
+    client: Client,
+    instance: String,
+}
+
+impl Writer {
+    /// Write `notice`'s Event. `ended_ms`: when this process saw the same verdict end
+    /// before, which makes an existing Event of that name a repeat to count.
+    async fn write(&self, notice: &Notice, ended_ms: Option<i64>) -> KubeEventResult {
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &notice.regarding.id.namespace);
+        let name = notice.event_name();
+        let now = now();
+        let event = Event {
+            metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
+            event_time: Some(now.clone()),
+            type_: Some("Warning".into()),
+            reason: Some(notice.kind.reason().into()),
+            action: Some(notice.action().into()),
+            note: Some(notice.note()),
+            regarding: Some(reference("apps/v1", "DaemonSet", &notice.regarding)),
+            related: notice.related.as_ref().map(|pod| reference("v1", "Pod", pod)),
+            reporting_controller: Some(CONTROLLER.into()),
+            reporting_instance: Some(self.instance.clone()),
+            ..Event::default()
+        };
+        let result = match events.create(&PostParams::default(), &event).await {
+            Ok(_) => Ok(KubeEventResult::Sent),
+            Err(kube::Error::Api(status)) if status.code == 409 => match ended_ms {
+                // Another replica, or this exporter before a restart, wrote it.
+                None => Ok(KubeEventResult::Exists),
+                Some(ended_ms) => repeat(&events, &name, ended_ms, now).await,
+            },
+            Err(error) => Err(error),
+        };
+        result.unwrap_or_else(|error| failed(&error, notice))
+    }
+}
+
+/// Count a repeat on the existing Event `name`, unless a replica already did since the
+/// verdict ended at `ended_ms`. The patch carries the resourceVersion it read, so two
+/// replicas racing count it once.
+async fn repeat(
+    events: &Api<Event>,
+    name: &str,
+    ended_ms: i64,
+    now: MicroTime,
+) -> Result<KubeEventResult, kube::Error> {
+    let existing = events.get(name).await?;
+    let last_seen = existing.series.as_ref().map(|s| &s.last_observed_time).or(existing.event_time.as_ref());
+    if last_seen.is_some_and(|t| t.0.as_millisecond() >= ended_ms) {
+        return Ok(KubeEventResult::Exists);
+    }
+    let series = EventSeries { count: existing.series.as_ref().map_or(2, |s| s.count + 1), last_observed_time: now };
+    let patch = json!({"metadata": {"resourceVersion": existing.metadata.resource_version}, "series": series});
+    match events.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(KubeEventResult::Sent),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(KubeEventResult::Exists),
+        Err(error) => Err(error),
+    }
+}
+
+fn failed(error: &kube::Error, notice: &Notice) -> KubeEventResult {
+    match error {
+        kube::Error::Api(status) if status.code == 403 => KubeEventResult::Forbidden,
+        kube::Error::Api(status) if status.code == 429 || status.code >= 500 => KubeEventResult::Unavailable,
+        error => {
             tracing::warn!(%error, daemonset = %notice.regarding.id.name, node = %notice.node, "cannot write an Event");
             KubeEventResult::Failed
         }
     }
+}
+
+fn now() -> MicroTime {
+    MicroTime(jiff::Timestamp::now())
 }

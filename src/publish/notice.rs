@@ -58,6 +58,10 @@ pub struct Notice {
     pub orphan: bool,
 }
 
+/// An Event name is a DNS subdomain (253 characters): the DaemonSet's name, cut to this,
+/// a dot and 16 hex digits.
+const MAX_NAME_PREFIX: usize = 253 - 17;
+
 /// The Event's note is at most 1 kB, as the API requires: what `kubectl describe ds` shows.
 pub const MAX_NOTE_BYTES: usize = 1024;
 
@@ -83,6 +87,25 @@ impl Notice {
     /// at the index builds no text for the notices that are not new.
     pub fn fix(&self) -> String {
         fix_for(self.orphan, self.verdict.reason, &self.verdict.key, &self.node)
+    }
+
+    /// The Event object's name: the DaemonSet's name and a digest of the subject and the
+    /// verdict. The same on every replica and after every restart, so the API server itself
+    /// keeps a verdict to one Event: a second writer gets AlreadyExists.
+    pub fn event_name(&self) -> String {
+        let v = &self.verdict;
+        let subject = match &self.subject {
+            Subject::Pod(uid) => uid.to_string(),
+        };
+        let manager = v.manager.as_deref().unwrap_or("");
+        // Unit separators: no part can run into the next.
+        let identity = [self.kind.reason(), &self.regarding.uid, &subject, v.reason.as_str(), &v.key, manager];
+        let digest = ring::digest::digest(&ring::digest::SHA256, identity.join("\u{1f}").as_bytes());
+        let hex: String = digest.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect();
+        // A DaemonSet's name is a DNS subdomain of up to 253 characters; leave room for the digest.
+        let ds = &self.regarding.id.name;
+        let prefix = &ds[..ds.len().min(MAX_NAME_PREFIX)];
+        format!("{}.{hex}", prefix.trim_end_matches(['.', '-']))
     }
 
     /// The Event's action: the reason in the API's PascalCase, word by word
@@ -168,6 +191,29 @@ pub(crate) mod tests {
         let long = notice(1, Reason::LabelDrift, &"é".repeat(2000), None);
         let note = long.note();
         assert!(note.len() <= MAX_NOTE_BYTES && note.ends_with('…'), "{}", note.len());
+    }
+
+    #[test]
+    fn one_event_name_per_subject_and_verdict_everywhere() {
+        let n = notice(1, Reason::LabelDrift, "gpu", Some("ops"));
+        let name = n.event_name();
+        assert!(name.starts_with("agent.") && name.len() == "agent.".len() + 16, "{name}");
+        assert_eq!(notice(1, Reason::LabelDrift, "gpu", Some("ops")).event_name(), name, "deterministic");
+        // Any part of the verdict, or another pod, is another Event.
+        let others = [
+            notice(2, Reason::LabelDrift, "gpu", Some("ops")),
+            notice(1, Reason::TaintAdded, "gpu", Some("ops")),
+            notice(1, Reason::LabelDrift, "gpu2", Some("ops")),
+            notice(1, Reason::LabelDrift, "gpu", None),
+            notice(1, Reason::LabelDrift, "gp", Some("uops")),
+        ];
+        let names: std::collections::HashSet<String> = others.iter().map(Notice::event_name).collect();
+        assert_eq!(names.len(), others.len());
+        assert!(!names.contains(&name));
+        // The longest DaemonSet name still makes a valid name.
+        let mut long = n.clone();
+        long.regarding.id.name = "a".repeat(253).into();
+        assert_eq!(long.event_name().len(), 253);
     }
 
     #[test]

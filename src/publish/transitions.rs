@@ -1,33 +1,61 @@
 //! Which notices deserve an Event: those whose subject is new or whose verdict changed
-//! since the last look. Pure: the publisher (`publish::events`) feeds it the index's
-//! notices and sends what it returns.
+//! since the last look; and when each announced verdict ended, so that a relapse can be
+//! told from an Event another replica or an earlier run already wrote. Pure: the publisher
+//! (`publish::events`) feeds it the index's notices and the time, and sends what it returns.
 
 use std::collections::{HashMap, HashSet};
 
 use super::notice::{Notice, Subject, Verdict};
 
-/// The verdicts already announced, by subject.
+/// How long an ended verdict is remembered: the API server's default `--event-ttl`, after
+/// which the Event it would be a repeat of is gone anyway.
+pub const REMEMBER_ENDED_MS: i64 = 60 * 60 * 1000;
+
+/// The verdicts already announced, by subject, with their Event names.
 #[derive(Debug, Default)]
 pub struct Transitions {
-    announced: HashMap<Subject, Verdict>,
+    announced: HashMap<Subject, (Verdict, String)>,
+    /// Event names whose verdict this process saw end (the pod recovered or its verdict
+    /// changed), with when (unix ms).
+    ended: HashMap<String, i64>,
 }
 
 impl Transitions {
     /// The notices whose verdict is new; subjects no longer current are forgotten (see
     /// `retain_current`), so a pod that recovers and relapses is announced again.
     pub fn changed<'a>(&self, current: &'a [Notice]) -> Vec<&'a Notice> {
-        current.iter().filter(|n| self.announced.get(&n.subject) != Some(&n.verdict)).collect()
+        current.iter().filter(|n| self.announced.get(&n.subject).map(|(v, _)| v) != Some(&n.verdict)).collect()
     }
 
-    /// Record that `notice` was announced (or will never be: a denied Event is not retried).
-    pub fn announced(&mut self, notice: &Notice) {
-        self.announced.insert(notice.subject.clone(), notice.verdict.clone());
+    /// Record that `notice` was announced (or will never be: a denied Event is not retried),
+    /// `now_ms`; a different verdict it replaces ended then.
+    pub fn announced(&mut self, notice: &Notice, now_ms: i64) {
+        let name = notice.event_name();
+        self.ended.remove(&name);
+        let previous = self.announced.insert(notice.subject.clone(), (notice.verdict.clone(), name));
+        if let Some((_, name)) = previous.filter(|(verdict, _)| *verdict != notice.verdict) {
+            self.ended.insert(name, now_ms);
+        }
     }
 
-    /// Forget subjects that have nothing to say any more.
-    pub fn retain_current(&mut self, current: &[Notice]) {
+    /// Forget subjects that have nothing to say any more: their verdicts ended `now_ms`.
+    pub fn retain_current(&mut self, current: &[Notice], now_ms: i64) {
         let subjects: HashSet<&Subject> = current.iter().map(|n| &n.subject).collect();
-        self.announced.retain(|subject, _| subjects.contains(subject));
+        let ended = &mut self.ended;
+        self.announced.retain(|subject, (_, name)| {
+            let keep = subjects.contains(subject);
+            if !keep {
+                ended.insert(std::mem::take(name), now_ms);
+            }
+            keep
+        });
+        self.ended.retain(|_, at| now_ms - *at < REMEMBER_ENDED_MS);
+    }
+
+    /// When this process saw the verdict of Event `name` end, if it did: an Event of that
+    /// name written before then is an earlier episode, and a new one is a repeat.
+    pub fn ended_at(&self, name: &str) -> Option<i64> {
+        self.ended.get(name).copied()
     }
 }
 
@@ -44,7 +72,7 @@ mod tests {
             vec![notice(1, Reason::LabelDrift, "gpu", None), notice(2, Reason::TaintAdded, "x", Some("kubectl-taint"))];
         assert_eq!(t.changed(&first).len(), 2);
         for n in &first {
-            t.announced(n);
+            t.announced(n, 0);
         }
         // The same state again (a resync, a scrape, an unrelated event): nothing.
         assert!(t.changed(&first).is_empty());
@@ -55,12 +83,35 @@ mod tests {
         ];
         assert_eq!(t.changed(&second).len(), 2);
         for n in &second {
-            t.announced(n);
+            t.announced(n, 0);
         }
         // The second recovers, then relapses with the same verdict: announced again.
         let third = vec![second[0].clone()];
-        t.retain_current(&third);
+        t.retain_current(&third, 0);
         assert_eq!(t.announced.len(), 1);
         assert_eq!(t.changed(&second), [&second[1]]);
+    }
+
+    #[test]
+    fn an_ended_verdict_is_remembered_so_a_relapse_is_told_from_a_restart() {
+        let mut t = Transitions::default();
+        let drift = notice(1, Reason::LabelDrift, "gpu", None);
+        let taint = notice(1, Reason::TaintAdded, "x", None);
+        // First sight (a fresh start, or a new replica): nothing ended here.
+        assert_eq!(t.ended_at(&drift.event_name()), None);
+        t.announced(&drift, 1_000);
+        // The verdict changes at 2 s: the drift Event's episode ended then.
+        t.announced(&taint, 2_000);
+        assert_eq!(t.ended_at(&drift.event_name()), Some(2_000));
+        assert_eq!(t.ended_at(&taint.event_name()), None);
+        // The pod recovers at 3 s; back to the drift at 4 s: a repeat of an episode that ended at 2 s.
+        t.retain_current(&[], 3_000);
+        assert_eq!(t.ended_at(&taint.event_name()), Some(3_000));
+        assert_eq!(t.changed(std::slice::from_ref(&drift)).len(), 1);
+        t.announced(&drift, 4_000);
+        assert_eq!(t.ended_at(&drift.event_name()), None, "announced again: no longer ended");
+        // Ended verdicts are forgotten after the Event TTL.
+        t.retain_current(&[drift], 3_000 + REMEMBER_ENDED_MS);
+        assert_eq!(t.ended_at(&taint.event_name()), None);
     }
 }

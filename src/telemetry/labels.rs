@@ -108,21 +108,29 @@ impl CredentialFile {
 /// What became of an Event the exporter meant to write (`--events`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KubeEventResult {
+    /// Written: a new Event, or a repeat counted on its series.
     Sent,
+    /// Already written, by another replica or by this exporter before a restart; not written again.
+    Exists,
     /// Over the rate limit; tried again in a later round.
     RateLimited,
+    /// The API server throttles (429) or cannot serve (5xx); tried again in a later round.
+    Unavailable,
     /// RBAC denies writing Events; not retried.
     Forbidden,
     Failed,
 }
 
 impl KubeEventResult {
-    pub const ALL: [Self; 4] = [Self::Sent, Self::RateLimited, Self::Forbidden, Self::Failed];
+    pub const ALL: [Self; 6] =
+        [Self::Sent, Self::Exists, Self::RateLimited, Self::Unavailable, Self::Forbidden, Self::Failed];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Sent => "sent",
+            Self::Exists => "exists",
             Self::RateLimited => "rate_limited",
+            Self::Unavailable => "unavailable",
             Self::Forbidden => "forbidden",
             Self::Failed => "failed",
         }

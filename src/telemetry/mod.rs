@@ -168,7 +168,7 @@ impl Telemetry {
         );
         registry.register(
             "misschedule_exporter_kube_events",
-            "Kubernetes Events about misscheduled pods (--events), by result: sent, rate_limited (retried later), forbidden (RBAC; not retried), failed",
+            "Kubernetes Events about misscheduled pods (--events), by result: sent, exists (written already by another replica or before a restart), rate_limited and unavailable (retried later), forbidden (RBAC; not retried), failed",
             self.kube_events.clone(),
         );
         registry.register_collector(Box::new(StateGauges { shared, last_event: self.last_event.clone() }));
