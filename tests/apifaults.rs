@@ -59,15 +59,20 @@ impl Drop for TempDir {
 
 impl Lab {
     async fn start(name: &str) -> Self {
+        let args = ["--watch-stall-seconds", STALL_SECONDS, "--watch-timeout-seconds", "60"];
+        Self::start_with(name, Duration::from_secs(1), &args).await
+    }
+
+    /// A fake that sends a bookmark every `bookmark_every`, and the exporter with `args`.
+    async fn start_with(name: &str, bookmark_every: Duration, args: &[&str]) -> Self {
         let dir = std::env::temp_dir().join(format!("misschedule-apifaults-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let fake = FakeApi::start(cluster("a", "b"), Duration::from_secs(1)).await;
+        let fake = FakeApi::start(cluster("a", "b"), bookmark_every).await;
         let kubeconfig = fake.kubeconfig(&dir.join("kubeconfig"));
         let log = dir.join("exporter.log");
-        let args = ["--watch-stall-seconds", STALL_SECONDS, "--watch-timeout-seconds", "60"];
         // The exporter's own log filter, as a user gets it: one line per burst is a promise
         // of the defaults.
-        let args: Vec<&str> = ["--kubeconfig", kubeconfig.as_str()].into_iter().chain(args).collect();
+        let args: Vec<&str> = ["--kubeconfig", kubeconfig.as_str()].into_iter().chain(args.iter().copied()).collect();
         let file = std::fs::File::create(&log).unwrap();
         let exporter = Exporter::spawn_logging("127.0.0.1", &args, file.into(), None);
         let lab = Self { fake, exporter, log, _dir: TempDir(dir) };
@@ -271,4 +276,23 @@ async fn gone_410_right_after_each_list_backs_off() {
     println!("MEASURED 410 after every list: {requests} requests in {FAULT:?}, {expiries} expiries");
     assert!(expiries >= 2.0, "each 410 counted as an expiry");
     assert!((requests as f64) / FAULT.as_secs_f64() <= MAX_RATE, "{requests} requests: a relist loop");
+}
+
+/// The defaults against an API server that sends a bookmark each minute, as 1.27 and later
+/// do: a watch that goes silent is declared stalled after 90 s, not at its 290 s timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_defaults_a_stall_is_caught_within_90_seconds() {
+    let lab = Lab::start_with("stall-defaults", Duration::from_secs(60), &[]).await;
+    // Let every watch see a periodic bookmark first.
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let began = Instant::now();
+    lab.fake.fault(None, Fault::StallWatch);
+    let detected = lab.wait("stall detected", Duration::from_secs(100), |lab| !lab.ready()).await;
+    let stalls = lab.sum("misschedule_exporter_watch_stalls_total", "resource=");
+    let requests = lab.fake.requests_since(began);
+    println!(
+        "MEASURED stall with the defaults: detected {detected:.1?} after the watches went silent, {stalls} stalls, {requests} requests"
+    );
+    assert!(detected >= Duration::from_secs(85), "declared stalled after {detected:?}: too soon for 60 s bookmarks");
+    assert!(stalls >= 4.0, "every watch counted its stall: {stalls}");
 }
