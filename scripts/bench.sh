@@ -132,8 +132,8 @@ $(cat "$live")
 The churn soak: the same test at 200 nodes for longer. At the end the cluster is put
 back, the exporter must agree with the controller's \`status.numberMisscheduled\`, its
 series must equal those of a fresh exporter started at that moment, and its RSS must
-settle within 8 MiB of that fresh exporter's (the Event recorder keeps the last 6 minutes of
-Events, and the churn leaves some allocator slabs partly used). CI runs this test for 60 s.
+settle within 8 MiB of that fresh exporter's (the Event publisher remembers the verdicts it saw end
+in the last hour, 16 bytes each, and the churn leaves some allocator slabs partly used). CI runs this test for 60 s.
 
 $(cat "$soak")
 

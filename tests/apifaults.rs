@@ -158,6 +158,7 @@ impl Lab {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn throttled_429_with_retry_after_is_visible_and_honoured() {
     let lab = Lab::start("throttled").await;
     let began = Instant::now();
@@ -185,6 +186,7 @@ async fn throttled_429_with_retry_after_is_visible_and_honoured() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn unavailable_503_is_visible() {
     let lab = Lab::start("unavailable").await;
     lab.survive(
@@ -197,6 +199,7 @@ async fn unavailable_503_is_visible() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn a_stalled_watch_is_closed_and_relisted() {
     let lab = Lab::start("stall").await;
     lab.survive(
@@ -209,6 +212,7 @@ async fn a_stalled_watch_is_closed_and_relisted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn a_watch_cut_mid_line_backs_off_instead_of_looping() {
     let lab = Lab::start("cut").await;
     lab.survive(
@@ -221,6 +225,7 @@ async fn a_watch_cut_mid_line_backs_off_instead_of_looping() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn a_list_cut_mid_body_backs_off() {
     let lab = Lab::start("cutlist").await;
     // Lists fail, but the watch already open keeps going: the relist a failure needs is
@@ -235,6 +240,7 @@ async fn a_list_cut_mid_body_backs_off() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn a_watch_ending_at_once_counts_as_a_failure() {
     let lab = Lab::start("endearly").await;
     lab.survive(
@@ -247,6 +253,7 @@ async fn a_watch_ending_at_once_counts_as_a_failure() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn a_malformed_line_names_resource_and_field_and_relists() {
     let lab = Lab::start("malformed").await;
     lab.survive(
@@ -264,6 +271,7 @@ async fn a_malformed_line_names_resource_and_field_and_relists() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn gone_410_right_after_each_list_backs_off() {
     let lab = Lab::start("gone").await;
     let before = lab.sum("misschedule_exporter_watch_expiries_total", "resource=\"nodes\"");
@@ -281,6 +289,7 @@ async fn gone_410_right_after_each_list_backs_off() {
 /// The defaults against an API server that sends a bookmark each minute, as 1.27 and later
 /// do: a watch that goes silent is declared stalled after 90 s, not at its 290 s timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn with_the_defaults_a_stall_is_caught_within_90_seconds() {
     let lab = Lab::start_with("stall-defaults", Duration::from_secs(60), &[]).await;
     // Let every watch see a periodic bookmark first.

@@ -142,8 +142,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// How far above a fresh exporter's RSS a churned one may settle, in KiB. What is left is
 /// bounded, not growth: about 4.5 MiB of allocator slabs the churn left partly used, the same
 /// at 4,000 and 20,000 pods (neither one arena nor no thread caches removed it), plus the
-/// Event recorder's cache of the Events it sent in the last 6 minutes (at most ~720 at the
-/// rate limit; the fresh exporter has sent none). Measured: +4.5 MiB after 60 s of churn,
+/// Event publisher's memory of the verdicts it saw end in the last hour (16 bytes each, at
+/// most 100,000; the fresh exporter has seen none end). Measured: +4.5 MiB after 60 s of churn,
 /// +5.1 after 180 s, +6.2 and +7.4 after 600 s (bench.sh's soak).
 const ABOVE_FRESH_KIB: u64 = 8 * 1024;
 

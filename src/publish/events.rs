@@ -82,7 +82,7 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
                 deferred = true;
                 break;
             }
-            let result = writer.write(notice, transitions.ended_at(&notice.event_name())).await;
+            let result = writer.write(notice, transitions.ended_at(notice.event_id())).await;
             if result == KubeEventResult::Forbidden && !denied_reported {
                 tracing::error!(
                     "cannot write Events (RBAC forbids create on events.k8s.io events); --events needs it, \

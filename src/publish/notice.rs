@@ -89,10 +89,9 @@ impl Notice {
         fix_for(self.orphan, self.verdict.reason, &self.verdict.key, &self.node)
     }
 
-    /// The Event object's name: the DaemonSet's name and a digest of the subject and the
-    /// verdict. The same on every replica and after every restart, so the API server itself
-    /// keeps a verdict to one Event: a second writer gets AlreadyExists.
-    pub fn event_name(&self) -> String {
+    /// A digest of the subject and the verdict: the same on every replica and after every
+    /// restart. The Event's name carries it.
+    pub fn event_id(&self) -> u64 {
         let v = &self.verdict;
         let subject = match &self.subject {
             Subject::Pod(uid) => uid.to_string(),
@@ -101,11 +100,18 @@ impl Notice {
         // Unit separators: no part can run into the next.
         let identity = [self.kind.reason(), &self.regarding.uid, &subject, v.reason.as_str(), &v.key, manager];
         let digest = ring::digest::digest(&ring::digest::SHA256, identity.join("\u{1f}").as_bytes());
-        let hex: String = digest.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest.as_ref()[..8]);
+        u64::from_be_bytes(first)
+    }
+
+    /// The Event object's name: the DaemonSet's name and `event_id`, so the API server
+    /// itself keeps a verdict to one Event: a second writer gets AlreadyExists.
+    pub fn event_name(&self) -> String {
         // A DaemonSet's name is a DNS subdomain of up to 253 characters; leave room for the digest.
         let ds = &self.regarding.id.name;
         let prefix = &ds[..ds.len().min(MAX_NAME_PREFIX)];
-        format!("{}.{hex}", prefix.trim_end_matches(['.', '-']))
+        format!("{}.{:016x}", prefix.trim_end_matches(['.', '-']), self.event_id())
     }
 
     /// The Event's action: the reason in the API's PascalCase, word by word

@@ -11,13 +11,17 @@ use super::notice::{Notice, Subject, Verdict};
 /// which the Event it would be a repeat of is gone anyway.
 pub const REMEMBER_ENDED_MS: i64 = 60 * 60 * 1000;
 
-/// The verdicts already announced, by subject, with their Event names.
+/// At most this many ended verdicts are remembered (16 bytes each, and the map's own):
+/// the oldest go first under heavier churn than that per hour.
+pub const MAX_ENDED: usize = 100_000;
+
+/// The verdicts already announced, by subject, with their Event ids.
 #[derive(Debug, Default)]
 pub struct Transitions {
-    announced: HashMap<Subject, (Verdict, String)>,
-    /// Event names whose verdict this process saw end (the pod recovered or its verdict
-    /// changed), with when (unix ms).
-    ended: HashMap<String, i64>,
+    announced: HashMap<Subject, (Verdict, u64)>,
+    /// Events (by `Notice::event_id`) whose verdict this process saw end (the pod recovered
+    /// or its verdict changed), with when (unix ms).
+    ended: HashMap<u64, i64>,
 }
 
 impl Transitions {
@@ -30,11 +34,11 @@ impl Transitions {
     /// Record that `notice` was announced (or will never be: a denied Event is not retried),
     /// `now_ms`; a different verdict it replaces ended then.
     pub fn announced(&mut self, notice: &Notice, now_ms: i64) {
-        let name = notice.event_name();
-        self.ended.remove(&name);
-        let previous = self.announced.insert(notice.subject.clone(), (notice.verdict.clone(), name));
-        if let Some((_, name)) = previous.filter(|(verdict, _)| *verdict != notice.verdict) {
-            self.ended.insert(name, now_ms);
+        let id = notice.event_id();
+        self.ended.remove(&id);
+        let previous = self.announced.insert(notice.subject.clone(), (notice.verdict.clone(), id));
+        if let Some((_, id)) = previous.filter(|(verdict, _)| *verdict != notice.verdict) {
+            self.ended.insert(id, now_ms);
         }
     }
 
@@ -42,20 +46,25 @@ impl Transitions {
     pub fn retain_current(&mut self, current: &[Notice], now_ms: i64) {
         let subjects: HashSet<&Subject> = current.iter().map(|n| &n.subject).collect();
         let ended = &mut self.ended;
-        self.announced.retain(|subject, (_, name)| {
+        self.announced.retain(|subject, (_, id)| {
             let keep = subjects.contains(subject);
             if !keep {
-                ended.insert(std::mem::take(name), now_ms);
+                ended.insert(*id, now_ms);
             }
             keep
         });
         self.ended.retain(|_, at| now_ms - *at < REMEMBER_ENDED_MS);
+        if self.ended.len() > MAX_ENDED {
+            let mut times: Vec<i64> = self.ended.values().copied().collect();
+            let (_, &mut cutoff, _) = times.select_nth_unstable(self.ended.len() - MAX_ENDED);
+            self.ended.retain(|_, at| *at > cutoff);
+        }
     }
 
-    /// When this process saw the verdict of Event `name` end, if it did: an Event of that
-    /// name written before then is an earlier episode, and a new one is a repeat.
-    pub fn ended_at(&self, name: &str) -> Option<i64> {
-        self.ended.get(name).copied()
+    /// When this process saw the verdict of Event `id` end, if it did: an Event written
+    /// before then is an earlier episode, and a new one is a repeat.
+    pub fn ended_at(&self, id: u64) -> Option<i64> {
+        self.ended.get(&id).copied()
     }
 }
 
@@ -98,20 +107,28 @@ mod tests {
         let drift = notice(1, Reason::LabelDrift, "gpu", None);
         let taint = notice(1, Reason::TaintAdded, "x", None);
         // First sight (a fresh start, or a new replica): nothing ended here.
-        assert_eq!(t.ended_at(&drift.event_name()), None);
+        assert_eq!(t.ended_at(drift.event_id()), None);
         t.announced(&drift, 1_000);
         // The verdict changes at 2 s: the drift Event's episode ended then.
         t.announced(&taint, 2_000);
-        assert_eq!(t.ended_at(&drift.event_name()), Some(2_000));
-        assert_eq!(t.ended_at(&taint.event_name()), None);
+        assert_eq!(t.ended_at(drift.event_id()), Some(2_000));
+        assert_eq!(t.ended_at(taint.event_id()), None);
         // The pod recovers at 3 s; back to the drift at 4 s: a repeat of an episode that ended at 2 s.
         t.retain_current(&[], 3_000);
-        assert_eq!(t.ended_at(&taint.event_name()), Some(3_000));
+        assert_eq!(t.ended_at(taint.event_id()), Some(3_000));
         assert_eq!(t.changed(std::slice::from_ref(&drift)).len(), 1);
         t.announced(&drift, 4_000);
-        assert_eq!(t.ended_at(&drift.event_name()), None, "announced again: no longer ended");
+        assert_eq!(t.ended_at(drift.event_id()), None, "announced again: no longer ended");
         // Ended verdicts are forgotten after the Event TTL.
-        t.retain_current(&[drift], 3_000 + REMEMBER_ENDED_MS);
-        assert_eq!(t.ended_at(&taint.event_name()), None);
+        t.retain_current(std::slice::from_ref(&drift), 3_000 + REMEMBER_ENDED_MS);
+        assert_eq!(t.ended_at(taint.event_id()), None);
+        // And never more than MAX_ENDED are kept, the oldest going first.
+        for at in 0..(MAX_ENDED as i64 + 10) {
+            t.ended.insert(at as u64 + 1_000_000, 10_000 + at);
+        }
+        t.retain_current(&[drift], 20_000);
+        assert!(t.ended.len() <= MAX_ENDED, "{}", t.ended.len());
+        assert_eq!(t.ended_at(1_000_000), None, "the oldest went first");
+        assert_eq!(t.ended_at(1_000_000 + MAX_ENDED as u64 + 9), Some(10_000 + MAX_ENDED as i64 + 9));
     }
 }
