@@ -185,7 +185,8 @@
           { h: 6, w: 6, x: 12, y: 26 },
           [
             target('A', 'sum by (resource) (rate(misschedule_exporter_watch_events_total{%s}[$__rate_interval]))' % sel, '{{resource}} events'),
-            target('B', 'sum by (resource) (rate(misschedule_exporter_watch_errors_total{%s}[$__rate_interval]))' % sel, '{{resource}} errors'),
+            target('B', 'sum by (resource, reason) (rate(misschedule_exporter_watch_errors_total{%s}[$__rate_interval]))' % sel, '{{resource}} errors: {{reason}}'),
+            target('C', 'sum by (resource) (rate(misschedule_exporter_watch_stalls_total{%s}[$__rate_interval]))' % sel, '{{resource}} stalls'),
           ],
           'ops',
         ),
