@@ -241,6 +241,19 @@ async fn a_list_cut_mid_body_backs_off() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
+async fn a_list_that_never_answers_is_a_stall_not_a_hang() {
+    let lab = Lab::start("stalllist").await;
+    lab.survive(
+        "list never answered",
+        Some("nodes"),
+        Fault::StallList,
+        ("misschedule_exporter_watch_stalls_total", "resource=\"nodes\""),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn a_watch_ending_at_once_counts_as_a_failure() {
     let lab = Lab::start("endearly").await;
     lab.survive(

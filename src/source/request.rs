@@ -65,27 +65,44 @@ impl CallError {
 }
 
 /// One page of a list.
+/// One page of a list. `idle`: the longest wait for the answer to begin, and then between
+/// two pieces of it, before the call counts as stalled (kube's client has no read timeout).
 pub async fn list_page<K: DeserializeOwned + Clone>(
     client: &Client,
     url_path: &str,
     params: &ListParams,
+    idle: Duration,
 ) -> Result<ObjectList<K>, CallError> {
     let request = Request::new(url_path).list(params).map_err(|e| CallError::Unreachable(e.to_string()))?;
-    let response = send(client, request).await?;
-    let body = response.into_body().collect().await.map_err(|e| CallError::Cut(e.to_string()))?.to_bytes();
-    decode(&body, "the list", locate::<ObjectList<K>>)
+    let mut body = send(client, request, idle).await?.into_body();
+    let mut bytes = Vec::new();
+    loop {
+        let frame = tokio::time::timeout(idle, body.frame()).await.map_err(|_| CallError::Stalled(idle))?;
+        match frame {
+            None => break,
+            Some(Err(error)) => return Err(CallError::Cut(error.to_string())),
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    bytes.extend_from_slice(data);
+                }
+            }
+        }
+    }
+    decode(&bytes, "the list", locate::<ObjectList<K>>)
 }
 
 /// The events of one watch call, in order; the stream ends when the server closes it.
+/// `idle`: the longest wait for the answer to begin (the caller times the events).
 pub async fn watch<K: DeserializeOwned + Clone>(
     client: &Client,
     url_path: &str,
     params: &WatchParams,
     resource_version: &str,
+    idle: Duration,
 ) -> Result<impl Stream<Item = Result<WatchEvent<K>, CallError>> + use<K>, CallError> {
     let request =
         Request::new(url_path).watch(params, resource_version).map_err(|e| CallError::Unreachable(e.to_string()))?;
-    let response = send(client, request).await?;
+    let response = send(client, request, idle).await?;
     let bytes = response.into_body().into_data_stream().map_err(std::io::Error::other);
     let lines = FramedRead::new(StreamReader::new(bytes), LinesCodec::new_with_max_length(MAX_LINE));
     Ok(lines.map(|line| match line {
@@ -108,9 +125,13 @@ pub fn failure_of_status(code: u16) -> Failure {
     }
 }
 
-async fn send(client: &Client, request: http::Request<Vec<u8>>) -> Result<http::Response<Body>, CallError> {
-    let response =
-        client.send(request.map(Body::from)).await.map_err(|error| CallError::Unreachable(error.to_string()))?;
+async fn send(
+    client: &Client,
+    request: http::Request<Vec<u8>>,
+    idle: Duration,
+) -> Result<http::Response<Body>, CallError> {
+    let sent = tokio::time::timeout(idle, client.send(request.map(Body::from))).await;
+    let response = sent.map_err(|_| CallError::Stalled(idle))?.map_err(|e| CallError::Unreachable(e.to_string()))?;
     if response.status().is_success() {
         return Ok(response);
     }

@@ -177,7 +177,8 @@ impl Watch {
             // When the last list data arrived, and when the list completed.
             let mut list_progress: Option<Instant> = None;
             let mut listed: Option<Instant> = None;
-            let stop = match self.list::<K>(&endpoint, scope.as_deref(), &mut list_progress).await {
+            let idle = silence.limit();
+            let stop = match self.list::<K>(&endpoint, scope.as_deref(), idle, &mut list_progress).await {
                 Err(error) => Stop::failed(error),
                 Ok(resource_version) => {
                     let now = Instant::now();
@@ -225,6 +226,7 @@ impl Watch {
         &self,
         endpoint: &Endpoint,
         scope: Option<&str>,
+        idle: Duration,
         progress: &mut Option<Instant>,
     ) -> Result<String, CallError>
     where
@@ -233,7 +235,7 @@ impl Watch {
         self.apply(scope, Event::<K>::Init);
         let mut params = endpoint.list.clone();
         loop {
-            let page = request::list_page::<K>(&self.client, &endpoint.url_path, &params).await?;
+            let page = request::list_page::<K>(&self.client, &endpoint.url_path, &params, idle).await?;
             *progress = Some(Instant::now());
             for object in page.items {
                 self.apply(scope, Event::InitApply(object));
@@ -293,8 +295,8 @@ impl Watch {
     where
         K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
     {
-        let version = &cursor.resource_version;
-        let events = request::watch::<K>(&self.client, &endpoint.url_path, &endpoint.watch, version).await?;
+        let (version, idle) = (&cursor.resource_version, cursor.silence.limit());
+        let events = request::watch::<K>(&self.client, &endpoint.url_path, &endpoint.watch, version, idle).await?;
         let mut events = pin!(events);
         loop {
             let limit = cursor.silence.limit();

@@ -33,6 +33,9 @@ pub enum Fault {
     /// Lists send half their body, then the connection closes; watches get a 410, so that
     /// a relist is needed.
     CutList,
+    /// Lists get no answer at all, the connection held open; watches get a 410, so that a
+    /// relist is needed.
+    StallList,
     /// Watches get an ERROR event with code 410 at once.
     Gone,
     /// Watches send a line that is not a watch event of the resource.
@@ -248,6 +251,11 @@ async fn respond(
             let _ = stream.write_all(&body.as_bytes()[..body.len() / 2]).await;
             false
         }
+        (Some(Fault::StallList), false) => {
+            let mut buf = [0u8; 1];
+            let _ = tokio::io::AsyncReadExt::read(stream, &mut buf).await;
+            false
+        }
         (_, false) => write_full(stream, 200, &[], &list_body(state, resource, &params)).await,
         (fault, true) => {
             let since: u64 = params.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
@@ -328,7 +336,7 @@ async fn watch_stream(
             chunk(stream, &line[..line.len() / 2]).await;
             return;
         }
-        Some(Fault::Gone | Fault::CutList) => {
+        Some(Fault::Gone | Fault::CutList | Fault::StallList) => {
             let line = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                 "message": format!("too old resource version: {since}"), "reason": "Expired", "code": 410}});
             chunk(stream, &(line.to_string() + "\n")).await;
