@@ -100,8 +100,11 @@ pub async fn watch<K: DeserializeOwned + Clone>(
     resource_version: &str,
     idle: Duration,
 ) -> Result<impl Stream<Item = Result<WatchEvent<K>, CallError>> + use<K>, CallError> {
-    let request =
+    let mut request =
         Request::new(url_path).watch(params, resource_version).map_err(|e| CallError::Unreachable(e.to_string()))?;
+    // As kube's own watch: Kubernetes 1.37 gzips a watch one member per event, which the
+    // client's decompression layer does not read past the first (tower-rs/tower-http#737).
+    request.headers_mut().insert(http::header::ACCEPT_ENCODING, http::HeaderValue::from_static("identity"));
     let response = send(client, request, idle).await?;
     let bytes = response.into_body().into_data_stream().map_err(std::io::Error::other);
     let lines = FramedRead::new(StreamReader::new(bytes), LinesCodec::new_with_max_length(MAX_LINE));
