@@ -61,6 +61,11 @@ impl Retry {
         doubled.max(attempt.listing.saturating_mul(LIST_COST_FACTOR)).max(asked).min(MAX_DELAY)
     }
 
+    /// Attempts in a row that did not prove clean: failures, and expiries right after a list.
+    pub fn unproven(&self) -> u32 {
+        self.failures
+    }
+
     /// The delay after a watch expired (410 Gone). Routine after a long watch: relist at
     /// once. Right after a list it is not (a cache that lists an already compacted
     /// version would expire every watch): back off as after a failure.
@@ -150,6 +155,9 @@ mod tests {
         let attempt = watch_failed(ms(10), ms(100));
         let got: Vec<_> = (0..4).map(|_| retry.after_expiry(attempt)).collect();
         assert_eq!(got, [ms(500), secs(1), secs(2), secs(4)]);
+        assert_eq!(retry.unproven(), 4);
+        retry.after_expiry(watch_failed(ms(10), CLEAN_RESETS_AFTER));
+        assert_eq!(retry.unproven(), 0, "a routine expiry proves the watch");
     }
 
     #[test]

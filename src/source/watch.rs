@@ -205,6 +205,11 @@ impl Watch {
                 Stop::Expired => {
                     self.telemetry.record_expiry(resource);
                     let delay = retry.after_expiry(attempt);
+                    // Once may be a compaction just after the list; twice in a row, the
+                    // watch cannot resume at all and only relists see changes.
+                    if retry.unproven() >= 2 {
+                        health.failed();
+                    }
                     tracing::info!(resource = resource.as_str(), namespace = burst.namespace, relist_in = ?delay, "watch expired (410 Gone); relisting");
                     delay
                 }
