@@ -37,7 +37,8 @@ pub struct Attempt {
 }
 
 impl Attempt {
-    fn proved_clean(&self) -> bool {
+    /// The watch ran long enough after its list to prove the failures before it over.
+    pub fn proved_clean(&self) -> bool {
         self.watched.is_some_and(|w| w >= CLEAN_RESETS_AFTER)
     }
 }
@@ -59,11 +60,6 @@ impl Retry {
         self.failures = self.failures.saturating_add(1);
         let asked = attempt.retry_after.unwrap_or_default();
         doubled.max(attempt.listing.saturating_mul(LIST_COST_FACTOR)).max(asked).min(MAX_DELAY)
-    }
-
-    /// Attempts in a row that did not prove clean: failures, and expiries right after a list.
-    pub fn unproven(&self) -> u32 {
-        self.failures
     }
 
     /// The delay after a watch expired (410 Gone). Routine after a long watch: relist at
@@ -155,9 +151,7 @@ mod tests {
         let attempt = watch_failed(ms(10), ms(100));
         let got: Vec<_> = (0..4).map(|_| retry.after_expiry(attempt)).collect();
         assert_eq!(got, [ms(500), secs(1), secs(2), secs(4)]);
-        assert_eq!(retry.unproven(), 4);
-        retry.after_expiry(watch_failed(ms(10), CLEAN_RESETS_AFTER));
-        assert_eq!(retry.unproven(), 0, "a routine expiry proves the watch");
+        assert!(!attempt.proved_clean() && watch_failed(ms(10), CLEAN_RESETS_AFTER).proved_clean());
     }
 
     #[test]

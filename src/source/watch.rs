@@ -172,6 +172,9 @@ impl Watch {
         // After a stall a completed list proves nothing (the list call may work while watches
         // hang): the first event or bookmark of the new watch does.
         let mut stalled = false;
+        // 410s right after a list, in a row: once may be a compaction just after the list;
+        // twice, the watch cannot resume at all and only relists see changes.
+        let mut early_expiries = 0u32;
         loop {
             let started = Instant::now();
             // When the last list data arrived, and when the list completed.
@@ -205,9 +208,8 @@ impl Watch {
                 Stop::Expired => {
                     self.telemetry.record_expiry(resource);
                     let delay = retry.after_expiry(attempt);
-                    // Once may be a compaction just after the list; twice in a row, the
-                    // watch cannot resume at all and only relists see changes.
-                    if retry.unproven() >= 2 {
+                    early_expiries = if attempt.proved_clean() { 0 } else { early_expiries + 1 };
+                    if early_expiries >= 2 {
                         health.failed();
                     }
                     tracing::info!(resource = resource.as_str(), namespace = burst.namespace, relist_in = ?delay, "watch expired (410 Gone); relisting");
@@ -215,6 +217,7 @@ impl Watch {
                 }
                 Stop::Failed { failure, error, .. } => {
                     stalled = failure == Failure::Stalled;
+                    early_expiries = 0;
                     self.telemetry.record_failure(resource, failure);
                     health.failed();
                     let delay = retry.after_failure(attempt);
