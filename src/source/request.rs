@@ -33,7 +33,7 @@ pub enum CallError {
     Unreachable(String),
     #[error("the response was cut off: {0}")]
     Cut(String),
-    #[error("nothing arrived, not even a bookmark, for {}s", .0.as_secs())]
+    #[error("nothing arrived for {}s (no event, no bookmark, no data): the connection is stalled", .0.as_secs())]
     Stalled(Duration),
     /// `at`: "field `object.metadata.name`", or the text just before the error.
     #[error("cannot decode {what}, {at}: {error}")]
@@ -64,7 +64,6 @@ impl CallError {
     }
 }
 
-/// One page of a list.
 /// One page of a list. `idle`: the longest wait for the answer to begin, and then between
 /// two pieces of it, before the call counts as stalled (kube's client has no read timeout).
 pub async fn list_page<K: DeserializeOwned + Clone>(
