@@ -9,11 +9,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use serde_json::json;
 use support::cluster::*;
 
@@ -77,24 +75,9 @@ async fn ready(exporter: &Exporter) {
 async fn two_replicas_and_restarts_write_each_event_once() {
     let cp = ControlPlane::start("events-once");
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
-    let pp = PostParams::default();
-    Api::<Namespace>::all(admin.client.clone())
-        .create(&pp, &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap())
-        .await
-        .unwrap();
+    agent_scene(&admin, &["n1", "n2"]).await;
     grant_exporter(&admin, &READ).await;
     grant_events(&admin).await;
-    for name in ["n1", "n2"] {
-        admin.nodes.create(&pp, &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()).await.unwrap();
-    }
-    let ds: DaemonSet = serde_json::from_value(json!({
-        "metadata": {"name": "agent"},
-        "spec": {"selector": {"matchLabels": {"app": "agent"}},
-                 "template": {"metadata": {"labels": {"app": "agent"}},
-                              "spec": {"containers": [{"name": "agent", "image": "registry.example/agent:1"}]}}}
-    }))
-    .unwrap();
-    admin.daemonsets.create(&pp, &ds).await.unwrap();
     let dir: PathBuf = cp.dir.clone();
     let kubeconfig = cp.get("EXPORTER_KUBECONFIG").to_owned();
     let first = replica(&kubeconfig, &dir, "first");

@@ -9,8 +9,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -24,23 +23,8 @@ use support::proxy::Proxy;
 /// Namespace, two nodes, one DaemonSet running everywhere, and the exporter's
 /// user bound to a ClusterRole with `pod_verbs` on pods (and full read elsewhere).
 async fn scene(admin: &Cluster, pod_verbs: &[&str]) {
-    let pp = PostParams::default();
-    Api::<Namespace>::all(admin.client.clone())
-        .create(&pp, &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap())
-        .await
-        .unwrap();
+    agent_scene(admin, &["n1", "n2"]).await;
     grant_exporter(admin, pod_verbs).await;
-    for name in ["n1", "n2"] {
-        admin.nodes.create(&pp, &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()).await.unwrap();
-    }
-    let ds: DaemonSet = serde_json::from_value(json!({
-        "metadata": {"name": "agent"},
-        "spec": {"selector": {"matchLabels": {"app": "agent"}},
-                 "template": {"metadata": {"labels": {"app": "agent"}},
-                              "spec": {"containers": [{"name": "agent", "image": "registry.example/agent:1"}]}}}
-    }))
-    .unwrap();
-    admin.daemonsets.create(&pp, &ds).await.unwrap();
 }
 
 async fn wait_for(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) -> Duration {

@@ -7,12 +7,9 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Namespace;
-use kube::Api;
-use kube::api::PostParams;
-use serde_json::{Value, json};
+use serde_json::Value;
 use support::Exporter;
-use support::cluster::{Cluster, ControlPlane, NS, READ, grant_exporter};
+use support::cluster::{Cluster, ControlPlane, NS, READ, agent_scene, grant_exporter};
 
 const NODES: usize = 7;
 
@@ -71,26 +68,8 @@ async fn lists_are_paged_and_can_come_from_the_watch_cache() {
     );
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
     grant_exporter(&admin, &READ).await;
-    let pp = PostParams::default();
-    Api::<Namespace>::all(admin.client.clone())
-        .create(&pp, &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap())
-        .await
-        .unwrap();
-    for i in 0..NODES {
-        admin
-            .nodes
-            .create(&pp, &serde_json::from_value(json!({"metadata": {"name": format!("n{i}")}})).unwrap())
-            .await
-            .unwrap();
-    }
-    let ds = serde_json::from_value(json!({
-        "metadata": {"name": "agent"},
-        "spec": {"selector": {"matchLabels": {"app": "agent"}},
-                 "template": {"metadata": {"labels": {"app": "agent"}},
-                              "spec": {"containers": [{"name": "agent", "image": "registry.example/agent:1"}]}}}
-    }))
-    .unwrap();
-    admin.daemonsets.create(&pp, &ds).await.unwrap();
+    let nodes: Vec<String> = (0..NODES).map(|i| format!("n{i}")).collect();
+    agent_scene(&admin, &nodes.iter().map(String::as_str).collect::<Vec<_>>()).await;
     let expected = (Some(NODES as f64), Some(NODES as f64));
 
     // Pages of two: seven nodes take four requests, chained by continue tokens, read from etcd.

@@ -145,21 +145,8 @@ impl Cluster {
     /// Act as the scheduler: bind pending daemon pods to the node their matchFields term names.
     pub async fn bind_pending(&self) {
         let Ok(pods) = self.pods.list(&ListParams::default()).await else { return };
-        for pod in pods {
-            // The shape the exporter reads, so that the test binds where the exporter looks.
-            let pod = misschedule_exporter::k8s::slim::SlimPod::from(pod);
-            let Some(spec) = pod.spec.as_ref() else { continue };
-            if spec.node_name.is_some() || pod.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            let Some(node) = misschedule_exporter::k8s::convert::target_node_name(spec) else { continue };
-            let binding = json!({"apiVersion": "v1", "kind": "Binding",
-                "metadata": {"name": pod.metadata.name.clone().unwrap()},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
-            let _: Result<Value, _> = self
-                .pods
-                .create_subresource("binding", pod.metadata.name.as_deref().unwrap(), &PostParams::default(), &binding)
-                .await;
+        for pod in pods.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()) {
+            super::kubelet::bind(&self.pods, pod).await;
         }
     }
 
@@ -297,6 +284,26 @@ pub async fn misscheduled_event_writes(admin: &Cluster) -> (usize, i64) {
     let ours: Vec<_> = list.items.into_iter().filter(|e| e.reason.as_deref() == Some("Misscheduled")).collect();
     let writes = ours.iter().map(|e| i64::from(e.series.as_ref().map_or(1, |s| s.count))).sum();
     (ours.len(), writes)
+}
+
+/// The namespace NS, plain nodes named `nodes`, and a DaemonSet `agent` that runs on every
+/// node: the scene most live tests start from.
+pub async fn agent_scene(admin: &Cluster, nodes: &[&str]) {
+    let pp = PostParams::default();
+    let namespace: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
+    Api::all(admin.client.clone()).create(&pp, &namespace).await.unwrap();
+    for name in nodes {
+        admin.nodes.create(&pp, &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()).await.unwrap();
+    }
+    let ds: DaemonSet = serde_json::from_value(json!({
+        "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                 "template": {"metadata": {"labels": {"app": "agent"}},
+                              "spec": {"containers": [{"name": "agent", "image": "registry.example/agent:1"}]}}}
+    }))
+    .unwrap();
+    admin.daemonsets.create(&pp, &ds).await.unwrap();
 }
 
 /// Wait until the exporter reports exactly `expected` and agrees with the controller.

@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod exporter;
 pub mod fakeapi;
 pub mod http;
+pub mod kubelet;
 pub mod process;
 pub mod prometheus;
 pub mod proxy;
