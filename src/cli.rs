@@ -30,6 +30,21 @@ pub struct Classification {
     /// this label on every pod it creates, so non-daemon pods are never fetched.
     #[arg(long, env = "MISSCHEDULE_POD_SELECTOR", default_value = DEFAULT_POD_SELECTOR, global = true)]
     pub pod_selector: String,
+
+    /// How long a lost node (one whose daemon pod the controller deleted, and which the
+    /// DaemonSet has not covered since) stays listed: 24h, 90m, 1h30m, 3600s.
+    #[arg(long, env = "MISSCHEDULE_LOST_NODE_RETENTION", default_value = "24h", value_parser = parse_retention, global = true)]
+    pub lost_node_retention: i64,
+}
+
+/// A retention of at least a second, as a duration: `24h`, `90m`, `1h30m`, `3600s`.
+fn parse_retention(text: &str) -> Result<i64, String> {
+    let duration: jiff::SignedDuration =
+        text.trim().parse().map_err(|e| format!("{e}; write a duration such as 24h, 90m or 3600s"))?;
+    match duration.as_secs() {
+        seconds if seconds >= 1 => Ok(seconds),
+        _ => Err("must be at least 1s".to_owned()),
+    }
 }
 
 impl Classification {
@@ -43,7 +58,11 @@ impl Classification {
     /// An empty index that classifies by these flags, fed by one stream per namespace in
     /// `namespace_scopes` (0: one stream for all).
     pub fn index(&self, namespace_scopes: usize) -> Index {
-        Index::new(index::Config { conventions: self.conventions(), namespace_scopes })
+        Index::new(index::Config {
+            conventions: self.conventions(),
+            namespace_scopes,
+            lost_retention: self.lost_node_retention,
+        })
     }
 }
 

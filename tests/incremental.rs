@@ -127,6 +127,78 @@ fn observable(index: &Index) -> Vec<String> {
     out
 }
 
+/// (DaemonSet, node) → (reason, key).
+type Pairs = BTreeMap<(String, String), (String, String)>;
+
+/// Each misscheduled node and its reason (its oldest pod's).
+fn misscheduled_nodes(index: &Index) -> Pairs {
+    let mut out = Pairs::new();
+    for view in index.daemonsets() {
+        for p in view.misscheduled_pods().into_iter().filter(|p| p.counts_node) {
+            let c = &p.classification;
+            out.insert((view.ds.id.name.to_string(), p.node.to_string()), (c.reason.to_string(), c.key.to_string()));
+        }
+    }
+    out
+}
+
+fn lost_nodes(index: &Index) -> Pairs {
+    let mut out = Pairs::new();
+    for view in index.daemonsets() {
+        for lost in view.lost_nodes() {
+            let v = lost.verdict;
+            out.insert((view.ds.id.name.to_string(), lost.node.to_string()), (v.reason.to_string(), v.key.to_string()));
+        }
+    }
+    out
+}
+
+fn loss_counts(index: &Index) -> BTreeMap<String, u64> {
+    let counts = index.daemonsets().into_iter().map(|view| (view.ds.id.name.to_string(), view.losses()));
+    counts.map(|(ds, rows)| (ds, rows.iter().map(|(_, _, n)| n).sum())).filter(|(_, n)| *n > 0).collect()
+}
+
+/// The loss rule, told independently of the index and judged on an index built from
+/// scratch at each step: a pair is lost when a pod change leaves a pair that was
+/// misscheduled on a node that still exists and is skipped, with no pod; it stays lost until
+/// a pod counts there again or the node goes; a DaemonSet that goes, or is no longer
+/// synced by the controller, has none.
+#[derive(Default)]
+struct LossModel {
+    lost: Pairs,
+    counts: BTreeMap<String, u64>,
+}
+
+impl LossModel {
+    fn forget(&mut self, ds: &str) {
+        self.lost.retain(|(d, _), _| d != ds);
+        self.counts.remove(ds);
+    }
+
+    fn step(&mut self, misscheduled_before: &Pairs, pod_op: bool, now: &Index, nodes: &[String]) {
+        let views = now.daemonsets();
+        let view = |ds: &str| views.iter().find(|v| *v.ds.id.name == *ds);
+        let node_exists = |node: &str| nodes.iter().any(|n| n == node);
+        self.lost.retain(|(ds, node), _| view(ds).is_some_and(|v| node_exists(node) && !v.has_pod(node)));
+        if !pod_op {
+            return;
+        }
+        for ((ds, node), verdict) in misscheduled_before {
+            let Some(v) = view(ds) else { continue };
+            if node_exists(node) && v.skips(node) && !v.has_pod(node) && !self.lost.contains_key(&(ds.clone(), node.clone())) {
+                self.lost.insert((ds.clone(), node.clone()), verdict.clone());
+                *self.counts.entry(ds.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    /// Counters survive a DaemonSet hidden for a while; only the visible ones are read.
+    fn visible_counts(&self, now: &Index) -> BTreeMap<String, u64> {
+        let visible: Vec<String> = now.daemonsets().iter().map(|v| v.ds.id.name.to_string()).collect();
+        self.counts.iter().filter(|(ds, _)| visible.contains(ds)).map(|(ds, n)| (ds.clone(), *n)).collect()
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -136,7 +208,13 @@ proptest! {
         let mut nodes = BTreeMap::new();
         let mut daemonsets = BTreeMap::new();
         let mut pods = BTreeMap::new();
+        let mut losses = LossModel::default();
         for op in ops {
+            let misscheduled_before = misscheduled_nodes(&live);
+            let pod_op = matches!(op, Op::SetPod { .. } | Op::DeletePod { .. });
+            if let Op::DeleteDaemonSet(ds) = op {
+                losses.forget(&format!("ds{ds}"));
+            }
             match op {
                 Op::SetNode { node, worker, taints } => {
                     let n = make_node(node, worker, taints);
@@ -164,6 +242,16 @@ proptest! {
                     if let Some(p) = pods.remove(&(ds, node)) { delete(&mut live, p); }
                 }
             }
+            let now = cluster(
+                nodes.values().cloned().collect(),
+                daemonsets.values().cloned().collect(),
+                Vec::<ControllerRevision>::new(),
+                pods.values().cloned().collect(),
+            );
+            let node_names: Vec<String> = nodes.keys().map(|i| format!("n{i}")).collect();
+            losses.step(&misscheduled_before, pod_op, &now, &node_names);
+            prop_assert_eq!(lost_nodes(&live), losses.lost.clone());
+            prop_assert_eq!(loss_counts(&live), losses.visible_counts(&now));
         }
         let fresh = cluster(
             nodes.into_values().collect(),

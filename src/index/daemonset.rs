@@ -43,6 +43,10 @@ impl Stored for DaemonSet {
         index.daemonsets.objects.insert(uid.clone(), ds);
         let ds = &index.daemonsets.objects[&uid];
         let state = index.state.entry(uid.clone()).or_default();
+        if !ds.is_synced_by_controller() {
+            // Being deleted (or refused): its pods go on purpose, and nothing reports on it.
+            state.lost.clear();
+        }
         if template_changed {
             for node in index.nodes.objects.values() {
                 state.set_skip(&node.name, should_run(node, &ds.template));
@@ -67,11 +71,11 @@ impl Stored for DaemonSet {
             if let Some(state) = index.state.get_mut(&uid) {
                 let candidates: FastSet<Str> = state.claimed.keys().chain(state.misscheduled.keys()).cloned().collect();
                 for node in candidates {
-                    state.refresh(&node, nodes.contains_key(&node), since);
+                    state.refresh(&node, nodes.contains_key(&node), since, None);
                 }
             }
         }
-        index.refresh_touched(readopted);
+        index.refresh_touched(readopted, None);
     }
 
     fn remove(index: &mut Index, uid: &Str) {
@@ -79,7 +83,7 @@ impl Stored for DaemonSet {
         let Some(ds) = index.daemonsets.objects.remove(uid) else { return };
         index.generation += 1;
         let readopted = index.readopt(&ds.id.namespace);
-        index.refresh_touched(readopted);
+        index.refresh_touched(readopted, None);
     }
 }
 

@@ -1,12 +1,14 @@
-//! What the index keeps per DaemonSet: skipped nodes, claimed pods by node, and the
-//! misscheduled nodes with when each became so.
+//! What the index keeps per DaemonSet: skipped nodes, claimed pods by node, the
+//! misscheduled nodes with when each became so, and the nodes it lost.
 
 use std::collections::BTreeMap;
 
 use smallvec::SmallVec;
 
+use super::coverage::{self, Loss, Pair, Step, Verdict};
 use crate::model::{FastMap, Str, Timestamp, Uid};
 use crate::rules::eligibility::{Skip, SkipReason};
+use crate::rules::reason::Reason;
 
 /// When a (DaemonSet, node) pair became misscheduled, as the index saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +29,10 @@ pub(super) struct DaemonSetState {
     pub(super) claimed: FastMap<Str, SmallVec<[Uid; 1]>>,
     /// Nodes that exist, are skipped, and have a claimed pod.
     pub(super) misscheduled: BTreeMap<Str, Since>,
+    /// Nodes that exist and are skipped, whose last pod went while misscheduled (`coverage`).
+    pub(super) lost: BTreeMap<Str, Loss>,
+    /// `daemonset_node_losses_total`: every loss so far, by (reason, key).
+    pub(super) losses: FastMap<(Reason, Str), u64>,
 }
 
 impl DaemonSetState {
@@ -65,13 +71,40 @@ impl DaemonSetState {
         true
     }
 
-    pub(super) fn refresh(&mut self, node: &Str, node_exists: bool, since: Since) {
-        let misscheduled =
-            node_exists && self.skips.contains_key(node) && self.claimed.get(node).is_some_and(|pods| !pods.is_empty());
-        if misscheduled {
+    /// Recompute the pair (this DaemonSet, `node`) after a change. `parting`: the change took
+    /// the pair's last pod while it was misscheduled, and that pod's verdict. Returns whether
+    /// a loss started.
+    pub(super) fn refresh(&mut self, node: &Str, node_exists: bool, since: Since, parting: Option<Verdict>) -> bool {
+        let pair = Pair {
+            node_exists,
+            skipped: self.skips.contains_key(node),
+            has_pod: self.claimed.get(node).is_some_and(|pods| !pods.is_empty()),
+        };
+        if pair.node_exists && pair.skipped && pair.has_pod {
             self.misscheduled.entry(node.clone()).or_insert(since);
         } else {
             self.misscheduled.remove(node);
         }
+        match coverage::step(self.lost.contains_key(node), parting.is_some(), pair) {
+            Step::Start => {
+                let Some(verdict) = parting else { return false };
+                *self.losses.entry((verdict.reason, verdict.key.clone())).or_default() += 1;
+                self.lost.insert(node.clone(), Loss { verdict, since });
+                true
+            }
+            Step::End => {
+                self.lost.remove(node);
+                false
+            }
+            Step::Keep => false,
+        }
+    }
+
+    /// Forget the losses recorded `retention` seconds before `now` or earlier; returns
+    /// whether any went.
+    pub(super) fn expire_losses(&mut self, now: Timestamp, retention: Timestamp) -> bool {
+        let before = self.lost.len();
+        self.lost.retain(|_, loss| loss.expires_at(retention) > now);
+        self.lost.len() != before
     }
 }

@@ -9,6 +9,7 @@
 //! misscheduled nodes, so their cost does not grow with the cluster.
 
 mod adoption;
+pub mod coverage;
 mod daemonset;
 mod daemonset_state;
 mod node;
@@ -20,21 +21,34 @@ mod view;
 
 use kube::runtime::watcher::Event;
 
+use self::coverage::Verdict;
 use self::daemonset_state::{DaemonSetState, Since};
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::store::{Scope, Store};
-pub use self::view::{DaemonSetView, MisscheduledPod, nodes_by_reason};
+pub use self::view::{DaemonSetView, LostNode, MisscheduledPod, nodes_by_reason};
 use crate::k8s::convert::ConvertError;
 use crate::model::interner::Interner;
 use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp, Uid};
 use crate::rules::reason::Conventions;
 
 /// Tunables of classification.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Config {
     pub conventions: Conventions,
     /// How many namespaces namespaced resources are watched in (0 means all, one stream).
     pub namespace_scopes: usize,
+    /// Seconds a lost node is remembered (`--lost-node-retention`).
+    pub lost_retention: Timestamp,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            conventions: Conventions::default(),
+            namespace_scopes: 0,
+            lost_retention: coverage::DEFAULT_RETENTION_SECONDS,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -61,6 +75,8 @@ pub struct Index {
     revision_by_hash: FastMap<(Str, Str), Str>,
     /// Bumped by every change that can alter what the index reports; readers cache on it.
     generation: u64,
+    /// The earliest moment some loss is due to be forgotten, if any is.
+    next_loss_expiry: Option<Timestamp>,
 }
 
 impl Index {
@@ -73,9 +89,26 @@ impl Index {
         index
     }
 
-    /// Sets the clock used to stamp transitions. The caller owns time, so tests can too.
+    /// Sets the clock used to stamp transitions, and forgets the losses older than the
+    /// retention. The caller owns time, so tests can too.
     pub fn set_now(&mut self, now: Timestamp) {
         self.now = now;
+        if self.next_loss_expiry.is_none_or(|due| now < due) {
+            return;
+        }
+        let retention = self.config.lost_retention;
+        let mut next: Option<Timestamp> = None;
+        for state in self.state.values_mut() {
+            if state.expire_losses(now, retention) {
+                self.generation += 1;
+            }
+            let due = state.lost.values().map(|loss| loss.expires_at(retention)).min();
+            next = match (next, due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        self.next_loss_expiry = next;
     }
 
     pub fn now(&self) -> Timestamp {
@@ -185,13 +218,31 @@ impl Index {
         Since { at: self.now, observed: self.synced() && !self.replaying }
     }
 
-    /// Refresh the misscheduled state of each (DaemonSet, node) a change touched.
-    fn refresh_touched(&mut self, touched: impl IntoIterator<Item = (Str, Str)>) {
+    /// Refresh each (DaemonSet, node) a change touched. `parting`: the pair whose last pod
+    /// the change took while it was misscheduled, with that pod's verdict (`Index::parting`).
+    fn refresh_touched(&mut self, touched: impl IntoIterator<Item = (Str, Str)>, parting: Option<Parting>) {
         let since = self.since();
+        let mut parting = parting;
         for (owner, node) in touched {
-            if let Some(state) = self.state.get_mut(&owner) {
-                state.refresh(&node, self.nodes.objects.contains_key(&node), since);
+            let verdict = parting.take_if(|p| p.owner == owner && p.node == node).map(|p| p.verdict);
+            if let Some(state) = self.state.get_mut(&owner)
+                && state.refresh(&node, self.nodes.objects.contains_key(&node), since, verdict)
+            {
+                self.loss_started(since);
             }
         }
     }
+
+    /// A loss was recorded at `since`: it is due to be forgotten after the retention.
+    fn loss_started(&mut self, since: Since) {
+        let due = since.at.saturating_add(self.config.lost_retention);
+        self.next_loss_expiry = Some(self.next_loss_expiry.map_or(due, |next| next.min(due)));
+    }
+}
+
+/// The last pod of a misscheduled (DaemonSet, node) pair, about to go or move.
+struct Parting {
+    owner: Str,
+    node: Str,
+    verdict: Verdict,
 }

@@ -39,7 +39,7 @@ impl Stored for Node {
         for (uid, ds) in &index.daemonsets.objects {
             let state = index.state.entry(uid.clone()).or_default();
             state.set_skip(&node.name, should_run(&node, &ds.template));
-            state.refresh(&node.name, true, since);
+            state.refresh(&node.name, true, since, None);
         }
         index.nodes.objects.insert(node.name.clone(), node);
     }
@@ -50,7 +50,7 @@ impl Stored for Node {
         let since = index.since();
         for state in index.state.values_mut() {
             state.set_skip(&node.name, None);
-            state.refresh(&node.name, false, since);
+            state.refresh(&node.name, false, since, None);
         }
     }
 }

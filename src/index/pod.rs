@@ -1,7 +1,8 @@
 //! Daemon pods, cached by UID: an event claims the pod for its owner (or the DaemonSet that
 //! adopts it) on its target node, and refreshes only that (DaemonSet, node).
 
-use super::{Index, Indexed, Resource, Store, Stored};
+use super::coverage::Verdict;
+use super::{Index, Indexed, Parting, Resource, Store, Stored};
 use crate::k8s::convert::{self, ConvertError};
 use crate::k8s::slim::SlimPod;
 use crate::model::interner::Interner;
@@ -32,10 +33,11 @@ impl Stored for Pod {
         }
         index.generation += 1;
         let old = index.pods.objects.remove(&pod.uid);
+        let parting = old.as_ref().and_then(|o| index.parting(o));
         // Unclaim and claim before refreshing, so that an update that keeps the
         // pod where it was does not reset when its node became misscheduled.
         let touched = [old.as_ref().and_then(|o| index.unclaim(o)), index.claim(&pod)];
-        index.refresh_touched(touched.into_iter().flatten());
+        index.refresh_touched(touched.into_iter().flatten(), parting);
         index.pods.objects.insert(pod.uid.clone(), pod);
     }
 
@@ -43,8 +45,9 @@ impl Stored for Pod {
         let Some(pod) = index.pods.objects.remove(uid) else { return };
         index.generation += 1;
         index.contested.remove(uid);
+        let parting = index.parting(&pod);
         let touched = index.unclaim(&pod);
-        index.refresh_touched(touched);
+        index.refresh_touched(touched, parting);
     }
 }
 
@@ -83,6 +86,26 @@ impl Index {
         let state = self.state.entry(claimant.clone()).or_default();
         state.claim(node, &pod.uid, self.nodes.objects.len());
         Some((claimant, node.clone()))
+    }
+
+    /// When `pod` is the only counted pod of a misscheduled pair: the pair, and the verdict
+    /// the pod has there. Taken before the pod goes or changes: a loss keeps that verdict.
+    pub(super) fn parting(&self, pod: &Pod) -> Option<Parting> {
+        let owner = pod.controller_uid.as_ref().or_else(|| self.adopted_by.get(&pod.uid))?;
+        let node = pod.target_node.as_ref()?;
+        let state = self.state.get(owner)?;
+        if !state.misscheduled.contains_key(node) || state.claimed.get(node)?.as_slice() != std::slice::from_ref(&pod.uid)
+        {
+            return None;
+        }
+        let ds = self.daemonsets.objects.get(owner)?;
+        // The controller does not sync a DaemonSet being deleted: its pods go with it.
+        if !ds.is_synced_by_controller() {
+            return None;
+        }
+        let classification = self.classify(ds, state.skips.get(node)?, self.nodes.objects.get(node)?, pod);
+        let verdict = Verdict::of(classification, pod.deletion.as_deref().map(|d| d.requested_at()));
+        Some(Parting { owner: owner.clone(), node: node.clone(), verdict })
     }
 
     /// Undoes `claim`; returns the (DaemonSet, node) whose claim set shrank.

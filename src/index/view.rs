@@ -2,9 +2,10 @@
 //! misscheduled nodes cost, not the cluster.
 
 use super::Index;
+use super::coverage::Verdict;
 use super::daemonset_state::DaemonSetState;
-use crate::model::{DaemonSet, Pod, Str, Timestamp};
-use crate::rules::eligibility::SkipReason;
+use crate::model::{DaemonSet, Node, Pod, Str, Timestamp};
+use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::{Classification, Reason, classify};
 
 impl Index {
@@ -20,6 +21,12 @@ impl Index {
             .collect();
         views.sort_by(|a, b| a.ds.id.cmp(&b.ds.id));
         views
+    }
+
+    /// The verdict for `pod` of `ds` on `node`, which `ds` skips as `skip`.
+    pub(super) fn classify(&self, ds: &DaemonSet, skip: &Skip, node: &Node, pod: &Pod) -> Classification {
+        let origin = self.revision_of(ds, pod).map(|r| &*r.placement);
+        classify(skip, node, &ds.template, pod, origin, &self.config.conventions)
     }
 }
 
@@ -52,6 +59,15 @@ pub struct MisscheduledPod<'a> {
     pub counts_node: bool,
 }
 
+/// A node the DaemonSet stopped covering, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LostNode<'a> {
+    pub node: &'a Str,
+    pub verdict: &'a Verdict,
+    /// When coverage ended (unix seconds).
+    pub since: Timestamp,
+}
+
 impl<'a> DaemonSetView<'a> {
     /// `desiredNumberScheduled`: nodes where `shouldRun` is true.
     pub fn eligible_nodes(&self) -> usize {
@@ -69,6 +85,32 @@ impl<'a> DaemonSetView<'a> {
     pub fn scheduled_nodes(&self) -> usize {
         let nodes = &self.index.nodes.objects;
         self.state.claimed.keys().filter(|n| nodes.contains_key(*n) && !self.state.skips.contains_key(*n)).count()
+    }
+
+    /// The nodes this DaemonSet lost (`coverage`), by node name.
+    pub fn lost_nodes(&self) -> Vec<LostNode<'a>> {
+        self.state
+            .lost
+            .iter()
+            .map(|(node, loss)| LostNode { node, verdict: &loss.verdict, since: loss.started() })
+            .collect()
+    }
+
+    /// `daemonset_node_losses_total`: losses so far by (reason, key), sorted.
+    pub fn losses(&self) -> Vec<(Reason, &'a Str, u64)> {
+        let mut rows: Vec<_> = self.state.losses.iter().map(|((r, k), n)| (*r, k, *n)).collect();
+        rows.sort();
+        rows
+    }
+
+    /// Whether the DaemonSet skips `node` (`shouldRun` is false there).
+    pub fn skips(&self, node: &str) -> bool {
+        self.state.skips.contains_key(node)
+    }
+
+    /// Whether the DaemonSet counts a pod on `node`.
+    pub fn has_pod(&self, node: &str) -> bool {
+        self.state.claimed.get(node).is_some_and(|pods| !pods.is_empty())
     }
 
     pub fn misscheduled_node_count(&self) -> usize {
@@ -97,8 +139,7 @@ impl<'a> DaemonSetView<'a> {
                 pod_uids.iter().filter_map(|uid| index.pods.objects.get(uid).map(|p| &**p)).collect();
             pods.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
             for (i, pod) in pods.into_iter().enumerate() {
-                let origin = index.revision_of(self.ds, pod).map(|r| &*r.placement);
-                let classification = classify(skip, node, &self.ds.template, pod, origin, &index.config.conventions);
+                let classification = index.classify(self.ds, skip, node, pod);
                 let at = if since.observed {
                     since.at
                 } else {

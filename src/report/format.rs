@@ -4,8 +4,11 @@
 
 use std::fmt;
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeCounterValue, EncodeGaugeValue, EncodeLabelSet, EncodeMetric,
+};
 use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
 /// A Prometheus exposition format.
@@ -36,6 +39,20 @@ pub fn gauges<L: EncodeLabelSet, V: EncodeGaugeValue + fmt::Debug>(
     let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
     for (labels, value) in rows {
         ConstGauge::new(value).encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+/// One counter family from its rows: `name` without `_total`, which the samples get.
+pub fn counters<L: EncodeLabelSet, V: EncodeCounterValue + fmt::Debug>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: impl IntoIterator<Item = (L, V)>,
+) -> fmt::Result {
+    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, value) in rows {
+        ConstCounter::new(value).encode(metric.encode_family(&labels)?)?;
     }
     Ok(())
 }

@@ -12,9 +12,9 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
 
-use crate::index::{MisscheduledPod, nodes_by_reason};
+use crate::index::{LostNode, MisscheduledPod, nodes_by_reason};
 use crate::model::DaemonSet;
-use crate::report::format::{Format, gauges, openmetrics_to_text};
+use crate::report::format::{Format, counters, gauges, openmetrics_to_text};
 use crate::report::gzip::{self, DeflateError, Deflated};
 use crate::rules::reason::Reason;
 use crate::shared::Shared;
@@ -149,6 +149,16 @@ fn pod_labels<'a>(ds: &'a DaemonSet, p: &'a MisscheduledPod<'_>) -> [(&'static s
     ]
 }
 
+/// The labels every per-lost-node series has.
+fn lost_labels<'a>(ds: &'a DaemonSet, n: &'a LostNode<'_>) -> [(&'static str, &'a str); 4] {
+    [
+        ("namespace", &ds.id.namespace),
+        ("daemonset", &ds.id.name),
+        ("node", n.node),
+        ("reason", n.verdict.reason.as_str()),
+    ]
+}
+
 impl Collector for ClusterCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let index = self.shared.read();
@@ -185,6 +195,39 @@ impl Collector for ClusterCollector {
                         ("reason", reason.as_str()),
                     ];
                     (labels, i64::from(counts[reason.index()]))
+                })
+            }),
+        )?;
+        let lost: Vec<_> = daemonsets.iter().map(|ds| (ds.ds, ds.lost_nodes())).collect();
+        let lost = || lost.iter().flat_map(|(ds, nodes)| nodes.iter().map(move |n| (*ds, n)));
+        gauges(
+            &mut encoder,
+            "daemonset_lost_node_info",
+            "A node the DaemonSet stopped covering: its daemon pod was misscheduled and is gone, and the DaemonSet still skips the node; with the reason, key and field manager the pod had",
+            lost().map(|(ds, n)| {
+                let v = n.verdict;
+                ((lost_labels(ds, n), [("key", &*v.key), ("manager", v.manager.as_deref().unwrap_or_default())]), 1)
+            }),
+        )?;
+        gauges(
+            &mut encoder,
+            "daemonset_lost_node_since_timestamp_seconds",
+            "When the node lost its daemon pod (unix seconds): seen by the exporter, or else the pod's delete request",
+            lost().map(|(ds, n)| (lost_labels(ds, n), n.since)),
+        )?;
+        counters(
+            &mut encoder,
+            "daemonset_node_losses",
+            "Nodes the DaemonSet stopped covering since the exporter started, by reason and key: one per loss, so a label that flaps counts each time",
+            daemonsets.iter().flat_map(|ds| {
+                ds.losses().into_iter().map(move |(reason, key, count)| {
+                    let labels = [
+                        ("namespace", &*ds.ds.id.namespace),
+                        ("daemonset", &*ds.ds.id.name),
+                        ("reason", reason.as_str()),
+                        ("key", &**key),
+                    ];
+                    (labels, count)
                 })
             }),
         )?;
