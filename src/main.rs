@@ -17,7 +17,8 @@ use misschedule_exporter::http::tls::ReloadingCert;
 use misschedule_exporter::http::token_review::TokenReviewer;
 use misschedule_exporter::index::Index;
 use misschedule_exporter::publish;
-use misschedule_exporter::report::explain::{self, Output, Selection};
+use misschedule_exporter::report::explain::{self, Selection};
+use misschedule_exporter::report::text::{self, Output};
 use misschedule_exporter::report::metrics;
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::source::connect;
@@ -230,7 +231,7 @@ async fn run(cli: Cli) -> Outcome {
             // The index holds only the namespaces asked for: the selection need not repeat them.
             let selection = Selection { namespace: None, daemonset };
             let explanation = explain::explain(&shared.read(), &selection, unix_now());
-            print!("{}", explain::print(&explanation, output).or_exit(Exit::Runtime)?);
+            print!("{}", text::print(&explanation, output).or_exit(Exit::Runtime)?);
             Ok(Exit::Success)
         }
         None => {
@@ -267,6 +268,9 @@ async fn run(cli: Cli) -> Outcome {
             });
             let events = events_client
                 .map(|client| tokio::spawn(publish::events::run(client, shared.clone(), telemetry.clone())));
+            // The watches stamp the index's clock with each event; this keeps it moving in a
+            // quiet cluster, so that lost nodes past their retention go.
+            let clock = live.then(|| tokio::spawn(keep_time(shared.clone())));
             let mut self_metrics = Registry::default();
             telemetry.register(&mut self_metrics, shared.clone());
             let exposition = Arc::new(metrics::Exposition::new(shared.clone(), self_metrics));
@@ -274,6 +278,7 @@ async fn run(cli: Cli) -> Outcome {
             server::serve(listener, router, acceptor, shutdown_signal()).await.or_exit(Exit::Runtime)?;
             reloader.inspect(|task| task.abort());
             events.inspect(|task| task.abort());
+            clock.inspect(|task| task.abort());
             drop(watches);
             tracing::info!("shut down");
             Ok(Exit::Success)
@@ -305,6 +310,15 @@ fn warn_on_status_disagreement(index: &Index) {
                 "misscheduled count disagrees with the DaemonSet status; the status lags the objects (higher after a node is deleted, lower on 1.33+ after a NoSchedule taint such as a drain): see docs/controller-semantics.md"
             );
         }
+    }
+}
+
+/// Stamp the index's clock once a minute, whether or not anything happens.
+async fn keep_time(shared: Arc<Shared>) {
+    let mut ticks = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        ticks.tick().await;
+        shared.update(|index| index.set_now(unix_now()));
     }
 }
 

@@ -21,6 +21,7 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 use support::cluster::*;
+use support::plugin::{expose_exporter, kubectl_plugin};
 
 mod support;
 
@@ -498,15 +499,6 @@ async fn no_event_without_a_transition(admin: &Cluster, exporter: &Exporter) {
     println!("events: {} objects, {before} writes, none while nothing changed", events.len());
 }
 
-/// `kubectl misschedule --kubeconfig K`, found by the real kubectl on PATH.
-fn kubectl_plugin(kubeconfig: &str) -> Command {
-    let plugin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-misschedule")).parent().unwrap();
-    let path = format!("{}:{}", plugin_dir.display(), std::env::var("PATH").unwrap_or_default());
-    let mut command = Command::new("kubectl");
-    command.args(["misschedule", "--kubeconfig", kubeconfig]).env("PATH", path);
-    command
-}
-
 /// `kubectl misschedule` classifies with the flags the exporter takes: a `--drain-taint-keys`
 /// key is a drain (`autoscaler_drain`) there too, while n2 carries the taint `dedicated`.
 fn plugin_honours_drain_taint_keys(kubeconfig: &str) {
@@ -603,34 +595,7 @@ async fn kubectl_plugin_answers(admin: &Cluster, kubeconfig: &str, exporter_port
     assert_eq!(out.status.code(), Some(0), "nothing misscheduled in default");
 
     // From the exporter, through a Service whose endpoint is this machine's address.
-    let host = Command::new("hostname").arg("-I").output().unwrap();
-    let host = String::from_utf8(host.stdout).unwrap();
-    let ip = host
-        .split_whitespace()
-        .find(|a| a.contains('.') && !a.starts_with("127."))
-        .expect("a non-loopback IPv4 address");
-    let pp = PostParams::default();
-    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
-        "metadata": {"name": "misschedule-exporter"},
-        "spec": {"ports": [{"name": "http-metrics", "port": 18493, "targetPort": exporter_port}]}
-    }))
-    .unwrap();
-    Api::namespaced(admin.client.clone(), NS).create(&pp, &service).await.unwrap();
-    // The API server proxies only to an address that is a pod's: a stand-in pod with this IP.
-    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(admin.client.clone(), NS);
-    let stand_in = json!({"metadata": {"name": "exporter-stand-in"}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "none"}]}});
-    pods.create(&pp, &serde_json::from_value(stand_in).unwrap()).await.unwrap();
-    let status = json!({"status": {"podIP": ip, "podIPs": [{"ip": ip}]}});
-    pods.patch_status("exporter-stand-in", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status))
-        .await
-        .unwrap();
-    let endpoints: k8s_openapi::api::core::v1::Endpoints = serde_json::from_value(json!({
-        "metadata": {"name": "misschedule-exporter"},
-        "subsets": [{"addresses": [{"ip": ip, "targetRef": {"kind": "Pod", "name": "exporter-stand-in", "namespace": NS}}],
-                     "ports": [{"name": "http-metrics", "port": exporter_port}]}]
-    }))
-    .unwrap();
-    Api::namespaced(admin.client.clone(), NS).create(&pp, &endpoints).await.unwrap();
+    expose_exporter(admin, exporter_port, "n1").await;
     let out = run(&["-n", NS, "-o", "json", "--from-exporter", &format!("{NS}/misschedule-exporter")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let served: Value = serde_json::from_slice(&out.stdout).unwrap();

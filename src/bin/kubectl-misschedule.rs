@@ -15,7 +15,8 @@ use clap::Parser;
 use k8s_openapi::api::core::v1::Service;
 use misschedule_exporter::cli::{self, Classification, Exit, LogFormat};
 use misschedule_exporter::clock::unix_now;
-use misschedule_exporter::report::explain::{self, Explanation, Output, Selection};
+use misschedule_exporter::report::explain::{self, Explanation, Selection};
+use misschedule_exporter::report::text::{self, Output};
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::source::{connect, list, watch};
 use misschedule_exporter::telemetry::Telemetry;
@@ -140,7 +141,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
 
 /// Print the answer; with `--exit-code`, exit 1 when some pod is misscheduled.
 fn answer(cli: &Cli, explanation: &Explanation) -> Result<Exit, Failure> {
-    print!("{}", explain::print(explanation, cli.output).map_err(|e| (Exit::Runtime, e.into()))?);
+    print!("{}", text::print(explanation, cli.output).map_err(|e| (Exit::Runtime, e.into()))?);
     Ok(if cli.exit_code && !explanation.misscheduled.is_empty() { Exit::Misscheduled } else { Exit::Success })
 }
 
@@ -163,7 +164,7 @@ impl Screen {
         if self.shown.as_ref().is_some_and(|shown| shown.same_answer(&explanation)) {
             return Ok(true);
         }
-        let text = explain::print(&explanation, self.output)?;
+        let text = text::print(&explanation, self.output)?;
         let separator = match (self.terminal, self.output, self.shown.is_some()) {
             (true, _, _) => "\x1b[2J\x1b[H",
             (false, Output::Yaml, _) => "---\n",

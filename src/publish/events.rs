@@ -1,7 +1,7 @@
 //! `--events`: an Event (events.k8s.io/v1) regarding the DaemonSet for each new notice, so
 //! `kubectl describe daemonset` answers the question.
 //!
-//! Exactly one Event object per (pod, verdict), across replicas and restarts: its name is
+//! Exactly one Event object per (pod or lost node, verdict), across replicas and restarts: its name is
 //! derived from them (`Notice::event_name`), so a replica that comes second, or a restarted
 //! exporter, gets AlreadyExists from the API server and writes nothing. A true repeat (the
 //! pod recovered and relapsed the same way, seen by this process) becomes the Event's
@@ -71,7 +71,7 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
             if !index.synced() {
                 continue;
             }
-            notice::misscheduled(&index)
+            notice::current(&index)
         };
         transitions.retain_current(&notices, unix_ms());
         deferred = false;
@@ -114,6 +114,16 @@ fn reference(api_version: &str, kind: &str, target: &Target) -> ObjectReference 
     }
 }
 
+/// A Node is cluster-scoped; the name is enough to find it.
+fn node_reference(name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: Some(name.into()),
+        ..ObjectReference::default()
+    }
+}
+
 /// Writes Events with the exporter's identity.
 struct Writer {
     client: Client,
@@ -135,7 +145,10 @@ impl Writer {
             action: Some(notice.action().into()),
             note: Some(notice.note()),
             regarding: Some(reference("apps/v1", "DaemonSet", &notice.regarding)),
-            related: notice.related.as_ref().map(|pod| reference("v1", "Pod", pod)),
+            related: Some(match &notice.related {
+                Some(pod) => reference("v1", "Pod", pod),
+                None => node_reference(&notice.node),
+            }),
             reporting_controller: Some(CONTROLLER.into()),
             reporting_instance: Some(self.instance.clone()),
             ..Event::default()

@@ -1,9 +1,10 @@
-//! What an Event says: a `Notice` per subject the index has something to say about (today,
-//! each misscheduled pod), built from the same views and fixes as the explanation. Pure.
+//! What an Event says: a `Notice` per subject the index has something to say about (each
+//! misscheduled pod, each lost node), built from the same views and fixes as the
+//! explanation. Pure.
 
 use crate::index::Index;
 use crate::model::{ObjectRef, Str, Uid};
-use crate::report::explain::fix_for;
+use crate::report::explain::{fix_for, lost_fix};
 use crate::rules::reason::Reason;
 
 /// Which Event a notice becomes: its `reason`, what
@@ -12,12 +13,15 @@ use crate::rules::reason::Reason;
 pub enum Kind {
     /// A pod became misscheduled, or its verdict changed.
     Misscheduled,
+    /// A node lost its daemon pod and the DaemonSet no longer covers it.
+    NodeLost,
 }
 
 impl Kind {
     pub fn reason(self) -> &'static str {
         match self {
             Kind::Misscheduled => "Misscheduled",
+            Kind::NodeLost => "NodeLost",
         }
     }
 }
@@ -26,6 +30,8 @@ impl Kind {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Subject {
     Pod(Uid),
+    /// A node of the DaemonSet the Event regards.
+    Node(Str),
 }
 
 /// What a notice says of its subject; a change of any part is a new Event.
@@ -51,7 +57,7 @@ pub struct Notice {
     pub verdict: Verdict,
     /// The DaemonSet the Event is written on.
     pub regarding: Target,
-    /// The pod, for a misscheduled pod.
+    /// The pod, for a misscheduled pod; none for a lost node (the node is named).
     pub related: Option<Target>,
     pub node: Str,
     /// The pod has no controller (the DaemonSet controller adopts it): the fix says so.
@@ -79,6 +85,13 @@ impl Notice {
                 v.key,
                 self.fix()
             ),
+            Kind::NodeLost => format!(
+                "Node {} lost its daemon pod and the DaemonSet no longer covers it: reason {}, key {}{manager}. Fix: {}",
+                self.node,
+                v.reason,
+                v.key,
+                self.fix()
+            ),
         };
         truncate(text, MAX_NOTE_BYTES)
     }
@@ -86,7 +99,10 @@ impl Notice {
     /// The suggested fix, the explanation's own: derived when a note is written, so a look
     /// at the index builds no text for the notices that are not new.
     pub fn fix(&self) -> String {
-        fix_for(self.orphan, self.verdict.reason, &self.verdict.key, &self.node)
+        match self.kind {
+            Kind::Misscheduled => fix_for(self.orphan, self.verdict.reason, &self.verdict.key, &self.node),
+            Kind::NodeLost => lost_fix(self.verdict.reason, &self.verdict.key, &self.node),
+        }
     }
 
     /// A digest of the subject and the verdict: the same on every replica and after every
@@ -95,6 +111,7 @@ impl Notice {
         let v = &self.verdict;
         let subject = match &self.subject {
             Subject::Pod(uid) => uid.to_string(),
+            Subject::Node(name) => name.to_string(),
         };
         let manager = v.manager.as_deref().unwrap_or("");
         // Unit separators: no part can run into the next.
@@ -132,11 +149,23 @@ fn action(reason: Reason) -> &'static str {
     }
 }
 
-/// One notice per misscheduled pod, in the explanation's order.
-pub fn misscheduled(index: &Index) -> Vec<Notice> {
+/// One notice per misscheduled pod and per lost node, in the explanation's order.
+pub fn current(index: &Index) -> Vec<Notice> {
     let mut out = Vec::new();
     for view in index.daemonsets() {
         let regarding = Target { id: view.ds.id.clone(), uid: view.ds.uid.to_string() };
+        for lost in view.lost_nodes() {
+            let v = lost.verdict;
+            out.push(Notice {
+                kind: Kind::NodeLost,
+                subject: Subject::Node(lost.node.clone()),
+                verdict: Verdict { reason: v.reason, key: v.key.clone(), manager: v.manager.clone() },
+                regarding: regarding.clone(),
+                related: None,
+                node: lost.node.clone(),
+                orphan: false,
+            });
+        }
         for p in view.misscheduled_pods() {
             let c = p.classification;
             out.push(Notice {
@@ -170,8 +199,12 @@ pub(crate) mod tests {
     use super::*;
 
     /// A misscheduled pod's notice, as `misscheduled` builds it.
+    fn pod_uid(uid: u8) -> Uid {
+        Uid::parse(&format!("00000000-0000-0000-0000-0000000000{uid:02x}"))
+    }
+
     pub(crate) fn notice(uid: u8, reason: Reason, key: &str, manager: Option<&str>) -> Notice {
-        let uid = Uid::parse(&format!("00000000-0000-0000-0000-0000000000{uid:02x}"));
+        let uid = pod_uid(uid);
         let id = |name: String| ObjectRef { namespace: "ns".into(), name: name.into() };
         Notice {
             kind: Kind::Misscheduled,
@@ -220,6 +253,27 @@ pub(crate) mod tests {
         let mut long = n.clone();
         long.regarding.id.name = "a".repeat(253).into();
         assert_eq!(long.event_name().len(), 253);
+    }
+
+    #[test]
+    fn a_lost_node_is_its_own_event() {
+        let pod = notice(1, Reason::NfdChange, "gpu", Some("nfd-master"));
+        let lost = Notice {
+            kind: Kind::NodeLost,
+            subject: Subject::Node("n1".into()),
+            related: None,
+            ..pod.clone()
+        };
+        assert_eq!(
+            lost.note(),
+            "Node n1 lost its daemon pod and the DaemonSet no longer covers it: reason nfd_change, key gpu, changed by nfd-master. Fix: node-feature-discovery no longer reports gpu on n1; check NFD on the node or relax the DaemonSet's selector"
+        );
+        assert_ne!(lost.event_name(), pod.event_name());
+        // A node named like a pod's UID is still another subject.
+        let twin = Notice { subject: Subject::Node(pod_uid(1).to_string().into()), ..lost.clone() };
+        assert_ne!(twin.event_name(), pod.event_name());
+        let changed = Notice { verdict: Verdict { reason: Reason::DaemonSetChanged, ..lost.verdict.clone() }, ..lost };
+        assert!(changed.fix().contains("no longer wants n1"), "{}", changed.fix());
     }
 
     #[test]

@@ -1,7 +1,5 @@
 //! The explanation: the same classification as `/metrics`, for a person. One object
-//! serves `explain -o json`, `GET /explain` and the landing page.
-
-use std::fmt::Write as _;
+//! serves `explain -o json`, `GET /explain` and the landing page; `text` prints it.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +23,23 @@ pub struct PodRow {
     pub fix: String,
 }
 
+/// A node a DaemonSet stopped covering: its misscheduled pod went, and the DaemonSet still
+/// skips the node.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LostRow {
+    pub namespace: String,
+    pub daemonset: String,
+    pub node: String,
+    /// The reason, key and manager the pod had as a misscheduled pod.
+    pub reason: String,
+    pub key: String,
+    pub manager: String,
+    /// When the node lost its pod, RFC 3339.
+    pub since: String,
+    pub age_seconds: i64,
+    pub fix: String,
+}
+
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IneligibleRow {
     pub namespace: String,
@@ -38,6 +53,10 @@ pub struct IneligibleRow {
 pub struct Explanation {
     /// Each misscheduled pod, with its reason, key and suggested fix.
     pub misscheduled: Vec<PodRow>,
+    /// Nodes each DaemonSet stopped covering, and why. An exporter older than this list
+    /// sends none.
+    #[serde(default)]
+    pub lost: Vec<LostRow>,
     /// Why each DaemonSet skips nodes (why desired < node count).
     pub ineligible: Vec<IneligibleRow>,
 }
@@ -47,9 +66,12 @@ impl Explanation {
     /// A watcher redraws when this is false, not each time the clock ticks.
     pub fn same_answer(&self, other: &Self) -> bool {
         let same_row = |a: &PodRow, b: &PodRow| PodRow { age_seconds: b.age_seconds, ..a.clone() } == *b;
+        let same_loss = |a: &LostRow, b: &LostRow| LostRow { age_seconds: b.age_seconds, ..a.clone() } == *b;
         self.ineligible == other.ineligible
             && self.misscheduled.len() == other.misscheduled.len()
             && self.misscheduled.iter().zip(&other.misscheduled).all(|(a, b)| same_row(a, b))
+            && self.lost.len() == other.lost.len()
+            && self.lost.iter().zip(&other.lost).all(|(a, b)| same_loss(a, b))
     }
 }
 
@@ -115,6 +137,20 @@ pub fn explain(index: &Index, selection: &Selection, now: Timestamp) -> Explanat
                 age_seconds: (now - p.since).max(0),
             });
         }
+        for lost in view.lost_nodes() {
+            let v = lost.verdict;
+            out.lost.push(LostRow {
+                namespace: id.namespace.to_string(),
+                daemonset: id.name.to_string(),
+                node: lost.node.to_string(),
+                reason: v.reason.as_str().to_owned(),
+                key: v.key.to_string(),
+                manager: v.manager.as_deref().unwrap_or_default().to_owned(),
+                since: rfc3339(lost.since),
+                age_seconds: (now - lost.since).max(0),
+                fix: lost_fix(v.reason, &v.key, lost.node),
+            });
+        }
         for (reason, key, nodes) in view.ineligible_nodes() {
             out.ineligible.push(IneligibleRow {
                 namespace: id.namespace.to_string(),
@@ -165,128 +201,26 @@ pub fn suggested_fix(reason: Reason, key: &str, node: &str) -> String {
     }
 }
 
+/// The fix for a node whose pod went: the misscheduled pod's, except where that one speaks
+/// of the pod.
+pub fn lost_fix(reason: Reason, key: &str, node: &str) -> String {
+    match reason {
+        Reason::DaemonSetChanged => format!(
+            "the DaemonSet's placement changed ({key}) and no longer wants {node}; expected if that was the intent, else revert the change"
+        ),
+        reason => suggested_fix(reason, key, node),
+    }
+}
+
 fn rfc3339(t: Timestamp) -> String {
     jiff::Timestamp::from_second(t).map_or_else(|_| t.to_string(), |ts| ts.to_string())
 }
 
-pub fn human_age(seconds: i64) -> String {
-    match seconds {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
-    }
-}
-
-/// How `explain -o` and `kubectl misschedule -o` print an explanation: one meaning each.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    /// The pods: namespace, DaemonSet, pod, node, reason, key, manager, age.
-    #[default]
-    Table,
-    /// The pods with the suggested fix, then the nodes each DaemonSet skips.
-    Wide,
-    /// The whole explanation as JSON (the object `GET /explain` serves).
-    Json,
-    /// The same as YAML.
-    Yaml,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum OutputError {
-    #[error("cannot write JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error("cannot write YAML: {0}")]
-    Yaml(#[from] serde_saphyr::SerializeError),
-}
-
-/// The explanation as `output` says.
-pub fn print(explanation: &Explanation, output: Output) -> Result<String, OutputError> {
-    Ok(match output {
-        Output::Table => render(explanation, false),
-        Output::Wide => render(explanation, true),
-        Output::Json => serde_json::to_string_pretty(explanation)? + "\n",
-        Output::Yaml => serde_saphyr::to_string(explanation)?,
-    })
-}
-
-/// Aligned text tables; `wide` adds the suggested fix and the nodes each DaemonSet skips.
-fn render(explanation: &Explanation, wide: bool) -> String {
-    let mut out = String::new();
-    if explanation.misscheduled.is_empty() {
-        out.push_str("No misscheduled daemon pods.\n");
-    } else {
-        let row = |r: &PodRow| {
-            [
-                r.namespace.clone(),
-                r.daemonset.clone(),
-                r.pod.clone(),
-                r.node.clone(),
-                r.reason.clone(),
-                r.key.clone(),
-                r.manager.clone(),
-                human_age(r.age_seconds),
-            ]
-        };
-        let header = ["NAMESPACE", "DAEMONSET", "POD", "NODE", "REASON", "KEY", "MANAGER", "AGE"];
-        if wide {
-            let rows: Vec<[String; 9]> = explanation
-                .misscheduled
-                .iter()
-                .map(|r| {
-                    let [a, b, c, d, e, f, g, h] = row(r);
-                    [a, b, c, d, e, f, g, h, r.fix.clone()]
-                })
-                .collect();
-            let [a, b, c, d, e, f, g, h] = header;
-            table(&mut out, [a, b, c, d, e, f, g, h, "SUGGESTED FIX"], &rows);
-        } else {
-            let rows: Vec<[String; 8]> = explanation.misscheduled.iter().map(row).collect();
-            table(&mut out, header, &rows);
-        }
-    }
-    if wide && !explanation.ineligible.is_empty() {
-        out.push_str("\nNodes each DaemonSet skips (why desired < node count):\n");
-        let rows: Vec<[String; 5]> = explanation
-            .ineligible
-            .iter()
-            .map(|r| [r.namespace.clone(), r.daemonset.clone(), r.reason.clone(), r.key.clone(), r.nodes.to_string()])
-            .collect();
-        table(&mut out, ["NAMESPACE", "DAEMONSET", "REASON", "KEY", "NODES"], &rows);
-    }
-    out
-}
-
-fn table<const N: usize>(out: &mut String, header: [&str; N], rows: &[[String; N]]) {
-    let mut widths = header.map(str::len);
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
-        let mut text = String::new();
-        for (i, cell) in cells.enumerate() {
-            if i + 1 == N {
-                text.push_str(cell);
-            } else {
-                let _ = write!(text, "{cell:<width$}  ", width = widths[i]);
-            }
-        }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    line(&mut header.iter().copied());
-    for row in rows {
-        line(&mut row.iter().map(String::as_str));
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn row(pod: &str, age_seconds: i64) -> PodRow {
+    pub(crate) fn row(pod: &str, age_seconds: i64) -> PodRow {
         PodRow {
             namespace: "ns".into(),
             daemonset: "agent".into(),
@@ -301,8 +235,34 @@ mod tests {
         }
     }
 
-    fn of(rows: Vec<PodRow>) -> Explanation {
-        Explanation { misscheduled: rows, ineligible: Vec::new() }
+    pub(crate) fn of(rows: Vec<PodRow>) -> Explanation {
+        Explanation { misscheduled: rows, ..Explanation::default() }
+    }
+
+    pub(crate) fn lost_row(age_seconds: i64) -> LostRow {
+        LostRow {
+            namespace: "ns".into(),
+            daemonset: "gpu-agent".into(),
+            node: "n2".into(),
+            reason: "nfd_change".into(),
+            key: "feature.node.kubernetes.io/pci-10de.present".into(),
+            manager: "nfd-master".into(),
+            since: "2026-11-23T00:00:00Z".into(),
+            age_seconds,
+            fix: "check NFD".into(),
+        }
+    }
+
+    #[test]
+    fn lost_nodes_are_part_of_the_answer() {
+        let with_loss = Explanation { lost: vec![lost_row(5)], ..of(vec![row("a", 5)]) };
+        // Older is the same answer; another loss is not.
+        let older = Explanation { lost: vec![lost_row(65)], ..of(vec![row("a", 5)]) };
+        assert!(with_loss.same_answer(&older));
+        assert!(!with_loss.same_answer(&of(vec![row("a", 5)])));
+        // An older exporter's answer has no `lost`.
+        let old: Explanation = serde_json::from_str(r#"{"misscheduled": [], "ineligible": []}"#).unwrap();
+        assert!(old.lost.is_empty());
     }
 
     #[test]
@@ -342,7 +302,7 @@ mod tests {
             key: "gpu".into(),
             nodes: 1,
         };
-        let with_skips = Explanation { misscheduled: vec![row("a", 5)], ineligible: vec![skipped] };
+        let with_skips = Explanation { misscheduled: vec![row("a", 5)], ineligible: vec![skipped], lost: vec![] };
         assert!(!before.same_answer(&with_skips));
     }
 }

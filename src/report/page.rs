@@ -4,7 +4,8 @@
 
 use std::fmt::{self, Display, Write as _};
 
-use crate::report::explain::{Explanation, human_age};
+use crate::report::explain::Explanation;
+use crate::report::text::human_age;
 
 /// What the page says about the exporter itself.
 pub struct PageStatus<'a> {
@@ -58,8 +59,11 @@ fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'
     }
 
     let pods = &explanation.misscheduled;
-    if pods.is_empty() {
+    if pods.is_empty() && explanation.lost.is_empty() {
         out.push_str("<p class=\"ok\">No misscheduled daemon pods.</p>\n");
+    } else if pods.is_empty() {
+        // Not green: nodes below run without their agent.
+        out.push_str("<p>No misscheduled daemon pods.</p>\n");
     } else {
         writeln!(out, "<p>{} misscheduled daemon pod{}.</p>", pods.len(), plural(pods.len()))?;
         out.push_str(
@@ -74,6 +78,40 @@ fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'
                 Escaped(&row.namespace),
                 Escaped(&row.daemonset),
                 Escaped(&row.pod),
+                Escaped(&row.node),
+                Escaped(&row.reason),
+                Escaped(&row.key),
+                Escaped(&row.manager),
+                Escaped(&row.since),
+                human_age(row.age_seconds),
+                Escaped(&row.fix),
+            )?;
+        }
+        out.push_str("</tbody></table>\n");
+    }
+
+    if !explanation.lost.is_empty() {
+        let lost = &explanation.lost;
+        writeln!(
+            out,
+            "<h2>Lost nodes</h2>\n<p>{} node{} without {} daemon pod: the DaemonSet controller deleted it when the node \
+             stopped qualifying, and the DaemonSet's status counts {} as fine. The reason is the one the pod had.</p>",
+            lost.len(),
+            plural(lost.len()),
+            if lost.len() == 1 { "its" } else { "their" },
+            if lost.len() == 1 { "it" } else { "them" },
+        )?;
+        out.push_str(
+            "<table id=\"lost\"><thead><tr><th>Namespace</th><th>DaemonSet</th><th>Node</th><th>Reason</th>\
+             <th>Key</th><th>Changed by</th><th>Since</th><th>Suggested fix</th></tr></thead><tbody>\n",
+        );
+        for row in lost {
+            writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>\
+                 <td>{}</td><td title=\"{}\">{} ago</td><td class=\"fix\">{}</td></tr>",
+                Escaped(&row.namespace),
+                Escaped(&row.daemonset),
                 Escaped(&row.node),
                 Escaped(&row.reason),
                 Escaped(&row.key),
@@ -138,7 +176,7 @@ impl Display for Escaped<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::explain::{IneligibleRow, PodRow};
+    use crate::report::explain::{IneligibleRow, LostRow, PodRow};
 
     fn row(key: &str) -> PodRow {
         PodRow {
@@ -167,7 +205,7 @@ mod tests {
 
     #[test]
     fn cluster_text_cannot_inject_markup() {
-        let explanation = Explanation { misscheduled: vec![row("<script>alert(1)</script>")], ineligible: vec![] };
+        let explanation = Explanation { misscheduled: vec![row("<script>alert(1)</script>")], ..Explanation::default() };
         let page = render_page(&explanation, &READY);
         assert!(!page.contains("<script"), "{page}");
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
@@ -177,6 +215,17 @@ mod tests {
     fn lists_pods_ineligible_nodes_and_links() {
         let explanation = Explanation {
             misscheduled: vec![row("pool")],
+            lost: vec![LostRow {
+                namespace: "kube-system".into(),
+                daemonset: "gpu-agent".into(),
+                node: "n2".into(),
+                reason: "nfd_change".into(),
+                key: "feature.node.kubernetes.io/pci-10de.present".into(),
+                manager: "nfd-master".into(),
+                since: "2026-11-22T10:00:00Z".into(),
+                age_seconds: 7200,
+                fix: "check NFD on n2".into(),
+            }],
             ineligible: vec![IneligibleRow {
                 namespace: "kube-system".into(),
                 daemonset: "agent".into(),
@@ -194,6 +243,9 @@ mod tests {
             "5m ago",
             "restore it",
             "<td>7</td>",
+            "<h2>Lost nodes</h2>",
+            "<td>n2</td><td>nfd_change</td>",
+            "<td>nfd-master</td><td title=\"2026-11-22T10:00:00Z\">2h ago</td><td class=\"fix\">check NFD on n2</td>",
         ] {
             assert!(page.contains(text), "missing {text:?}");
         }

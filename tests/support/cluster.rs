@@ -286,15 +286,19 @@ pub async fn misscheduled_event_writes(admin: &Cluster) -> (usize, i64) {
     (ours.len(), writes)
 }
 
-/// The namespace NS, plain nodes named `nodes`, and a DaemonSet `agent` that runs on every
-/// node: the scene most live tests start from.
+/// The namespace NS, nodes named `nodes` (labelled only with their hostname), and a
+/// DaemonSet `agent` that runs on every node: the scene most live tests start from.
 pub async fn agent_scene(admin: &Cluster, nodes: &[&str]) {
     let pp = PostParams::default();
     let namespace: k8s_openapi::api::core::v1::Namespace =
         serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
     Api::all(admin.client.clone()).create(&pp, &namespace).await.unwrap();
     for name in nodes {
-        admin.nodes.create(&pp, &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()).await.unwrap();
+        // Labelled as a kubelet registers a node. The label also matters to the API server:
+        // an object created with no field at all to own gets no managedFields, and 1.20 then
+        // tracks no later update either, so no change on it could be attributed.
+        let node = json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}});
+        admin.nodes.create(&pp, &serde_json::from_value(node).unwrap()).await.unwrap();
     }
     let ds: DaemonSet = serde_json::from_value(json!({
         "metadata": {"name": "agent"},

@@ -8,6 +8,7 @@ pub mod exporter;
 pub mod fakeapi;
 pub mod http;
 pub mod kubelet;
+pub mod plugin;
 pub mod process;
 pub mod prometheus;
 pub mod proxy;

@@ -1,0 +1,170 @@
+//! The explanation as `explain -o` and `kubectl misschedule -o` print it: aligned tables,
+//! JSON or YAML.
+
+use std::fmt::Write as _;
+
+use crate::report::explain::{Explanation, LostRow, PodRow};
+
+pub fn human_age(seconds: i64) -> String {
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+/// How `explain -o` and `kubectl misschedule -o` print an explanation: one meaning each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// The pods: namespace, DaemonSet, pod, node, reason, key, manager, age.
+    #[default]
+    Table,
+    /// The pods with the suggested fix, then the nodes each DaemonSet skips.
+    Wide,
+    /// The whole explanation as JSON (the object `GET /explain` serves).
+    Json,
+    /// The same as YAML.
+    Yaml,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("cannot write JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("cannot write YAML: {0}")]
+    Yaml(#[from] serde_saphyr::SerializeError),
+}
+
+/// The explanation as `output` says.
+pub fn print(explanation: &Explanation, output: Output) -> Result<String, OutputError> {
+    Ok(match output {
+        Output::Table => render(explanation, false),
+        Output::Wide => render(explanation, true),
+        Output::Json => serde_json::to_string_pretty(explanation)? + "\n",
+        Output::Yaml => serde_saphyr::to_string(explanation)?,
+    })
+}
+
+/// Aligned text tables; `wide` adds the suggested fix and the nodes each DaemonSet skips.
+fn render(explanation: &Explanation, wide: bool) -> String {
+    let mut out = String::new();
+    if explanation.misscheduled.is_empty() {
+        out.push_str("No misscheduled daemon pods.\n");
+    } else {
+        let row = |r: &PodRow| {
+            [
+                r.namespace.clone(),
+                r.daemonset.clone(),
+                r.pod.clone(),
+                r.node.clone(),
+                r.reason.clone(),
+                r.key.clone(),
+                r.manager.clone(),
+                human_age(r.age_seconds),
+            ]
+        };
+        let header = ["NAMESPACE", "DAEMONSET", "POD", "NODE", "REASON", "KEY", "MANAGER", "AGE"];
+        if wide {
+            let rows: Vec<[String; 9]> = explanation
+                .misscheduled
+                .iter()
+                .map(|r| {
+                    let [a, b, c, d, e, f, g, h] = row(r);
+                    [a, b, c, d, e, f, g, h, r.fix.clone()]
+                })
+                .collect();
+            let [a, b, c, d, e, f, g, h] = header;
+            table(&mut out, [a, b, c, d, e, f, g, h, "SUGGESTED FIX"], &rows);
+        } else {
+            let rows: Vec<[String; 8]> = explanation.misscheduled.iter().map(row).collect();
+            table(&mut out, header, &rows);
+        }
+    }
+    if !explanation.lost.is_empty() {
+        out.push_str("\nLost nodes (the controller deleted the daemon pod; the DaemonSet no longer covers them):\n");
+        let row = |r: &LostRow| {
+            [
+                r.namespace.clone(),
+                r.daemonset.clone(),
+                r.node.clone(),
+                r.reason.clone(),
+                r.key.clone(),
+                r.manager.clone(),
+                human_age(r.age_seconds),
+                r.fix.clone(),
+            ]
+        };
+        let header = ["NAMESPACE", "DAEMONSET", "NODE", "REASON", "KEY", "MANAGER", "AGE", "SUGGESTED FIX"];
+        if wide {
+            let rows: Vec<[String; 8]> = explanation.lost.iter().map(row).collect();
+            table(&mut out, header, &rows);
+        } else {
+            let rows: Vec<[String; 7]> = explanation
+                .lost
+                .iter()
+                .map(|r| {
+                    let [a, b, c, d, e, f, g, _] = row(r);
+                    [a, b, c, d, e, f, g]
+                })
+                .collect();
+            let [a, b, c, d, e, f, g, _] = header;
+            table(&mut out, [a, b, c, d, e, f, g], &rows);
+        }
+    }
+    if wide && !explanation.ineligible.is_empty() {
+        out.push_str("\nNodes each DaemonSet skips (why desired < node count):\n");
+        let rows: Vec<[String; 5]> = explanation
+            .ineligible
+            .iter()
+            .map(|r| [r.namespace.clone(), r.daemonset.clone(), r.reason.clone(), r.key.clone(), r.nodes.to_string()])
+            .collect();
+        table(&mut out, ["NAMESPACE", "DAEMONSET", "REASON", "KEY", "NODES"], &rows);
+    }
+    out
+}
+
+fn table<const N: usize>(out: &mut String, header: [&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::new();
+        for (i, cell) in cells.enumerate() {
+            if i + 1 == N {
+                text.push_str(cell);
+            } else {
+                let _ = write!(text, "{cell:<width$}  ", width = widths[i]);
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::explain::tests::{lost_row, of, row};
+
+    #[test]
+    fn lost_nodes_have_their_own_section() {
+        let with_loss = Explanation { lost: vec![lost_row(5)], ..of(vec![row("a", 5)]) };
+        let table = print(&with_loss, Output::Table).unwrap();
+        assert!(table.contains("\nLost nodes (the controller deleted the daemon pod"), "{table}");
+        assert!(table.contains("NODE  REASON      KEY"), "{table}");
+        assert!(table.contains("n2    nfd_change  feature.node.kubernetes.io/pci-10de.present  nfd-master  5s"), "{table}");
+        assert!(!table.contains("check NFD"), "the fix is for -o wide: {table}");
+        assert!(print(&with_loss, Output::Wide).unwrap().contains("nfd-master  5s   check NFD"));
+        assert!(!print(&of(vec![row("a", 5)]), Output::Table).unwrap().contains("Lost nodes"));
+        let json = print(&with_loss, Output::Json).unwrap();
+        assert!(json.contains("\"lost\": [") && json.contains("\"fix\": \"check NFD\""), "{json}");
+    }
+}

@@ -1,0 +1,241 @@
+//! Lost coverage on the real control plane, with the stand-in kubelet finishing the deletes
+//! the DaemonSet controller asks for, as in a real cluster: a node that stops qualifying
+//! loses its daemon pod within seconds, and then nothing is misscheduled. The exporter must
+//! still name the node, why, and who changed it, on every surface: /metrics, /explain, the
+//! page, `kubectl misschedule --from-exporter` and a NodeLost Event.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::events::v1::Event;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use serde_json::{Value, json};
+use support::cluster::*;
+use support::kubelet::Kubelet;
+use support::plugin::{expose_exporter, kubectl_plugin};
+
+const GPU: &str = "feature.node.kubernetes.io/pci-10de.present";
+
+/// (daemonset, node, reason, key, manager)
+type Lost = BTreeSet<(String, String, String, String, String)>;
+/// (daemonset, reason, key) → losses so far
+type Losses = BTreeMap<(String, String, String), f64>;
+
+fn lost(rows: &[(&str, &str, &str, &str, &str)]) -> Lost {
+    rows.iter().map(|(d, n, r, k, m)| (d.to_string(), n.to_string(), r.to_string(), k.to_string(), m.to_string())).collect()
+}
+
+fn losses(rows: &[(&str, &str, &str, f64)]) -> Losses {
+    rows.iter().map(|(d, r, k, n)| ((d.to_string(), r.to_string(), k.to_string()), *n)).collect()
+}
+
+fn lost_in_metrics(metrics: &str) -> Lost {
+    samples(metrics, "daemonset_lost_node_info")
+        .into_iter()
+        .map(|(l, _)| (l["daemonset"].clone(), l["node"].clone(), l["reason"].clone(), l["key"].clone(), l["manager"].clone()))
+        .collect()
+}
+
+fn losses_in_metrics(metrics: &str) -> Losses {
+    samples(metrics, "daemonset_node_losses_total")
+        .into_iter()
+        .map(|(l, v)| ((l["daemonset"].clone(), l["reason"].clone(), l["key"].clone()), v))
+        .collect()
+}
+
+fn lost_in_explanation(explanation: &Value) -> Lost {
+    let rows = explanation["lost"].as_array().expect("a lost list").iter();
+    rows.map(|r| {
+        let f = |name: &str| r[name].as_str().unwrap_or_else(|| panic!("{name} in {r}")).to_owned();
+        assert!(!f("fix").is_empty() && !f("since").is_empty(), "{r}");
+        (f("daemonset"), f("node"), f("reason"), f("key"), f("manager"))
+    })
+    .collect()
+}
+
+/// The NodeLost Events in NS: (DaemonSet, note, series count).
+async fn node_lost_events(admin: &Cluster) -> Vec<(String, String, i32)> {
+    let events: Api<Event> = Api::namespaced(admin.client.clone(), NS);
+    let list = events.list(&ListParams::default()).await.unwrap();
+    list.items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("NodeLost"))
+        .map(|e| {
+            let ds = e.regarding.and_then(|r| r.name).unwrap_or_default();
+            (ds, e.note.unwrap_or_default(), e.series.map_or(1, |s| s.count))
+        })
+        .collect()
+}
+
+fn kubectl(kubeconfig: &str, args: &[&str]) {
+    let out = Command::new("kubectl").arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("kubectl");
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+struct Lab {
+    admin: Cluster,
+    exporter: Exporter,
+    kubeconfig: String,
+    started_at: i64,
+}
+
+impl Lab {
+    /// Wait until /metrics lists exactly `want` as lost and nothing as misscheduled, with
+    /// `counted` losses; then check /explain, the page and the plugin say the same.
+    async fn expect(&self, step: &str, want: &Lost, counted: &Losses) {
+        let started = Instant::now();
+        let metrics = loop {
+            let metrics = self.exporter.metrics();
+            let misscheduled = reported_rows(&metrics);
+            if lost_in_metrics(&metrics) == *want && losses_in_metrics(&metrics) == *counted && misscheduled.is_empty()
+            {
+                break metrics;
+            }
+            assert!(
+                started.elapsed() < STEP_TIMEOUT,
+                "{step}: want lost {want:#?} and losses {counted:?}; have lost {:#?}, losses {:?}, misscheduled {misscheduled:?}",
+                lost_in_metrics(&metrics),
+                losses_in_metrics(&metrics)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as f64;
+        for (labels, since) in samples(&metrics, "daemonset_lost_node_since_timestamp_seconds") {
+            assert!(since >= self.started_at as f64 && since <= now, "{labels:?} since {since}");
+        }
+        assert_eq!(samples(&metrics, "daemonset_lost_node_since_timestamp_seconds").len(), want.len());
+
+        let (status, body) = self.exporter.get("/explain").unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(lost_in_explanation(&serde_json::from_str(&body).unwrap()), *want, "{step}: /explain");
+        let (_, page) = self.exporter.get("/").unwrap();
+        assert_eq!(page.contains("<h2>Lost nodes</h2>"), !want.is_empty(), "{step}: the page");
+        for (ds, node, ..) in want {
+            assert!(page.contains(&format!("<td>{ds}</td><td>{node}</td>")), "{step}: {ds} on {node} not on the page");
+        }
+
+        let from_exporter = ["-n", NS, "--from-exporter", "monitoring/misschedule-exporter"];
+        let out = kubectl_plugin(&self.kubeconfig).args(from_exporter).args(["-o", "json"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(lost_in_explanation(&serde_json::from_slice(&out.stdout).unwrap()), *want, "{step}: the plugin");
+        let out = kubectl_plugin(&self.kubeconfig).args(from_exporter).output().unwrap();
+        let table = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(table.contains("Lost nodes"), !want.is_empty(), "{step}: the plugin's table\n{table}");
+        println!("step {step:<55} ok after {:.1?}: {} lost, losses {counted:?}", started.elapsed(), want.len());
+    }
+
+    /// Wait until the NodeLost Events are exactly `want`: (DaemonSet, note fragments, series count).
+    async fn expect_events(&self, step: &str, want: &[(&str, &[&str], i32)]) {
+        let started = Instant::now();
+        loop {
+            let got = node_lost_events(&self.admin).await;
+            let found = want.iter().all(|(ds, words, count)| {
+                got.iter().any(|(d, note, c)| d == ds && c == count && words.iter().all(|w| note.contains(w)))
+            });
+            if found && got.len() == want.len() {
+                return;
+            }
+            assert!(started.elapsed() < STEP_TIMEOUT, "{step}: want Events {want:?}, have {got:#?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// Nodes n1..n3 whose GPU label nfd-master set; `agent` on every node and `gpu-agent` on
+/// the GPU nodes, each pod bound by the stand-in kubelet.
+async fn scene(admin: &Cluster, kubeconfig: &str) {
+    agent_scene(admin, &["n1", "n2", "n3"]).await;
+    for node in ["n1", "n2", "n3"] {
+        kubectl(kubeconfig, &["label", "node", node, &format!("{GPU}=true"), "--field-manager=nfd-master"]);
+    }
+    let gpu_agent: DaemonSet = serde_json::from_value(json!({
+        "metadata": {"name": "gpu-agent"},
+        "spec": {"selector": {"matchLabels": {"app": "gpu-agent"}},
+                 "template": {"metadata": {"labels": {"app": "gpu-agent"}},
+                              "spec": {"nodeSelector": {GPU: "true"},
+                                       "containers": [{"name": "agent", "image": "registry.example/gpu-agent:1"}]}}}
+    }))
+    .unwrap();
+    admin.daemonsets.create(&PostParams::default(), &gpu_agent).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the control plane: scripts/test.sh runs it"]
+async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
+    let cp = ControlPlane::start("lost-coverage");
+    let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
+    let kubeconfig = cp.get("ADMIN_KUBECONFIG").to_owned();
+    let _kubelet = Kubelet::start(admin.client.clone(), Duration::from_secs(2));
+    scene(&admin, &kubeconfig).await;
+    grant_exporter(&admin, &READ).await;
+    grant_events(&admin).await;
+    let started_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let exporter =
+        Exporter::spawn_on("0.0.0.0", &["--kubeconfig", cp.get("EXPORTER_KUBECONFIG"), "--events"], Stdio::inherit());
+    expose_exporter(&admin, exporter.port, "n1").await;
+    let lab = Lab { admin, exporter, kubeconfig: kubeconfig.clone(), started_at };
+    let k = |args: &[&str]| kubectl(&kubeconfig, args);
+    let started = Instant::now();
+    while lab.admin.status_totals().await.is_none_or(|t| t.len() != 2) || !lab.exporter.ready() {
+        assert!(started.elapsed() < STEP_TIMEOUT, "the scene never settled");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    lab.expect("baseline: six agents, nothing lost", &lost(&[]), &losses(&[])).await;
+
+    // nfd-master stops reporting the GPU on n1: the controller deletes the agent at once.
+    k(&["label", "node", "n1", &format!("{GPU}-"), "--field-manager=nfd-master"]);
+    let gpu_n1 = ("gpu-agent", "n1", "nfd_change", GPU, "nfd-master");
+    lab.expect("NFD drops the label on n1", &lost(&[gpu_n1]), &losses(&[("gpu-agent", "nfd_change", GPU, 1.0)])).await;
+    let nfd_words: &[&str] = &["Node n1 lost its daemon pod", "reason nfd_change", "changed by nfd-master", "Fix:"];
+    lab.expect_events("one NodeLost Event", &[("gpu-agent", nfd_words, 1)]).await;
+
+    // NFD restarts and the label flaps twice: each loss counts, on the same Event's series.
+    for (round, count) in [(1, 2.0), (2, 3.0)] {
+        k(&["label", "node", "n1", &format!("{GPU}=true"), "--field-manager=nfd-master"]);
+        let counted = losses(&[("gpu-agent", "nfd_change", GPU, count - 1.0)]);
+        lab.expect(&format!("flap {round}: label back, agent back on n1"), &lost(&[]), &counted).await;
+        k(&["label", "node", "n1", &format!("{GPU}-"), "--field-manager=nfd-master"]);
+        let counted = losses(&[("gpu-agent", "nfd_change", GPU, count)]);
+        lab.expect(&format!("flap {round}: label gone again"), &lost(&[gpu_n1]), &counted).await;
+        lab.expect_events("the repeat on the Event's series", &[("gpu-agent", nfd_words, count as i32)]).await;
+    }
+
+    // A NoExecute taint by kubectl: both agents on n2 are deleted at once.
+    k(&["taint", "node", "n2", "maintenance=x:NoExecute"]);
+    let tainted = [
+        ("agent", "n2", "taint_added", "maintenance", "kubectl-taint"),
+        ("gpu-agent", "n2", "taint_added", "maintenance", "kubectl-taint"),
+    ];
+    let mut counted = losses(&[
+        ("gpu-agent", "nfd_change", GPU, 3.0),
+        ("agent", "taint_added", "maintenance", 1.0),
+        ("gpu-agent", "taint_added", "maintenance", 1.0),
+    ]);
+    lab.expect("kubectl taint NoExecute on n2", &lost(&[gpu_n1, tainted[0], tainted[1]]), &counted).await;
+    let taint_words: &[&str] = &["Node n2 lost its daemon pod", "key maintenance", "changed by kubectl-taint"];
+    let events = [("gpu-agent", nfd_words, 3), ("agent", taint_words, 1), ("gpu-agent", taint_words, 1)];
+    lab.expect_events("a NodeLost Event per lost node", &events).await;
+
+    // The DaemonSet narrows to pool=a (n3 only): its agent on n1 goes on purpose, and the
+    // one on n3 is replaced by the rollout, which is no loss.
+    k(&["label", "node", "n3", "pool=a"]);
+    lab.admin.patch_daemonset("agent", json!({"spec": {"template": {"spec": {"nodeSelector": {"pool": "a"}}}}})).await;
+    let narrowed = ("agent", "n1", "daemonset_changed", "pool", "");
+    counted.insert(("agent".into(), "daemonset_changed".into(), "pool".into()), 1.0);
+    lab.expect("agent's nodeSelector narrows to pool=a", &lost(&[gpu_n1, tainted[0], tainted[1], narrowed]), &counted)
+        .await;
+
+    // n1 is deleted while lost: nothing is lost there any more; the counters stay.
+    lab.admin.nodes.delete("n1", &DeleteParams::default()).await.unwrap();
+    lab.expect("n1 deleted", &lost(&tainted), &counted).await;
+
+    // The taint goes: gpu-agent covers n2 again; agent does not (n2 is not in pool a), and
+    // its loss keeps the reason it had.
+    k(&["taint", "node", "n2", "maintenance-"]);
+    lab.expect("the taint removed from n2", &lost(&[tainted[0]]), &counted).await;
+}
