@@ -185,7 +185,11 @@ impl LossModel {
         }
         for ((ds, node), verdict) in misscheduled_before {
             let Some(v) = view(ds) else { continue };
-            if node_exists(node) && v.skips(node) && !v.has_pod(node) && !self.lost.contains_key(&(ds.clone(), node.clone())) {
+            if node_exists(node)
+                && v.skips(node)
+                && !v.has_pod(node)
+                && !self.lost.contains_key(&(ds.clone(), node.clone()))
+            {
                 self.lost.insert((ds.clone(), node.clone()), verdict.clone());
                 *self.counts.entry(ds.clone()).or_default() += 1;
             }

@@ -27,7 +27,9 @@ type Lost = BTreeSet<(String, String, String, String, String)>;
 type Losses = BTreeMap<(String, String, String), f64>;
 
 fn lost(rows: &[(&str, &str, &str, &str, &str)]) -> Lost {
-    rows.iter().map(|(d, n, r, k, m)| (d.to_string(), n.to_string(), r.to_string(), k.to_string(), m.to_string())).collect()
+    rows.iter()
+        .map(|(d, n, r, k, m)| (d.to_string(), n.to_string(), r.to_string(), k.to_string(), m.to_string()))
+        .collect()
 }
 
 fn losses(rows: &[(&str, &str, &str, f64)]) -> Losses {
@@ -37,7 +39,9 @@ fn losses(rows: &[(&str, &str, &str, f64)]) -> Losses {
 fn lost_in_metrics(metrics: &str) -> Lost {
     samples(metrics, "daemonset_lost_node_info")
         .into_iter()
-        .map(|(l, _)| (l["daemonset"].clone(), l["node"].clone(), l["reason"].clone(), l["key"].clone(), l["manager"].clone()))
+        .map(|(l, _)| {
+            (l["daemonset"].clone(), l["node"].clone(), l["reason"].clone(), l["key"].clone(), l["manager"].clone())
+        })
         .collect()
 }
 

@@ -258,12 +258,7 @@ pub(crate) mod tests {
     #[test]
     fn a_lost_node_is_its_own_event() {
         let pod = notice(1, Reason::NfdChange, "gpu", Some("nfd-master"));
-        let lost = Notice {
-            kind: Kind::NodeLost,
-            subject: Subject::Node("n1".into()),
-            related: None,
-            ..pod.clone()
-        };
+        let lost = Notice { kind: Kind::NodeLost, subject: Subject::Node("n1".into()), related: None, ..pod.clone() };
         assert_eq!(
             lost.note(),
             "Node n1 lost its daemon pod and the DaemonSet no longer covers it: reason nfd_change, key gpu, changed by nfd-master. Fix: node-feature-discovery no longer reports gpu on n1; check NFD on the node or relax the DaemonSet's selector"

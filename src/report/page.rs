@@ -205,7 +205,8 @@ mod tests {
 
     #[test]
     fn cluster_text_cannot_inject_markup() {
-        let explanation = Explanation { misscheduled: vec![row("<script>alert(1)</script>")], ..Explanation::default() };
+        let explanation =
+            Explanation { misscheduled: vec![row("<script>alert(1)</script>")], ..Explanation::default() };
         let page = render_page(&explanation, &READY);
         assert!(!page.contains("<script"), "{page}");
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));

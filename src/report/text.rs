@@ -160,7 +160,10 @@ mod tests {
         let table = print(&with_loss, Output::Table).unwrap();
         assert!(table.contains("\nLost nodes (the controller deleted the daemon pod"), "{table}");
         assert!(table.contains("NODE  REASON      KEY"), "{table}");
-        assert!(table.contains("n2    nfd_change  feature.node.kubernetes.io/pci-10de.present  nfd-master  5s"), "{table}");
+        assert!(
+            table.contains("n2    nfd_change  feature.node.kubernetes.io/pci-10de.present  nfd-master  5s"),
+            "{table}"
+        );
         assert!(!table.contains("check NFD"), "the fix is for -o wide: {table}");
         assert!(print(&with_loss, Output::Wide).unwrap().contains("nfd-master  5s   check NFD"));
         assert!(!print(&of(vec![row("a", 5)]), Output::Table).unwrap().contains("Lost nodes"));
