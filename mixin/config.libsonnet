@@ -22,6 +22,12 @@
     drainStuckSeconds: 2700,
     // Reasons someone has to fix; autoscaler_drain resolves on its own.
     actionableReasons: ['label_drift', 'nfd_change', 'daemonset_changed', 'taint_added', 'node_name_mismatch'],
+    // DaemonSetNodeLost: reasons a lost node is someone's to fix. Not autoscaler_drain (the node
+    // is going away) nor daemonset_changed (the DaemonSet was changed to leave it, on purpose).
+    lostActionableReasons: ['label_drift', 'nfd_change', 'taint_added', 'node_name_mismatch'],
+    // DaemonSetCoverageFlapping: this many losses of one key in an hour is flapping (an NFD
+    // restart drops and re-adds its labels; each time the controller deletes the agent).
+    flappingLosses: 3,
 
     grafanaDashboardUid: 'misschedule-exporter',
     // kubernetes-mixin's tag, so the dashboard joins kube-prometheus-stack's dashboards dropdown.

@@ -53,6 +53,9 @@ fn alertmanager_routes_each_reason() {
         (vec!["alertname=DaemonSetPodMisscheduled", "reason=node_name_mismatch"], "daemonset-owners"),
         (vec!["alertname=DaemonSetDrainStuck", "reason=autoscaler_drain"], "drain-low-urgency"),
         (vec!["alertname=DaemonSetMisscheduledUnexplained", "namespace=m", "daemonset=a"], "daemonset-owners"),
+        (vec!["alertname=DaemonSetNodeLost", "reason=nfd_change"], "daemonset-owners"),
+        (vec!["alertname=DaemonSetNodeLost", "reason=taint_added"], "daemonset-owners"),
+        (vec!["alertname=DaemonSetCoverageFlapping", "namespace=m", "daemonset=a", "key=k"], "daemonset-owners"),
         (vec!["alertname=MisscheduleExporterDown"], "platform"),
         (vec!["alertname=MisscheduleExporterCacheNotReady", "resource=pods"], "platform"),
         (vec!["alertname=SomethingElse"], "default"),
@@ -155,7 +158,7 @@ fn every_alert_links_to_its_runbook_section() {
     let rules: Value = serde_saphyr::from_str(&std::fs::read_to_string(Path::new(ROOT).join(RULES)).unwrap()).unwrap();
     let runbooks = std::fs::read_to_string(Path::new(ROOT).join("docs/runbooks.md")).unwrap();
     let alerts = rules["groups"][0]["rules"].as_array().unwrap();
-    assert_eq!(alerts.len(), 7);
+    assert_eq!(alerts.len(), 9);
     for rule in alerts {
         let name = rule["alert"].as_str().unwrap();
         let url = rule["annotations"]["runbook_url"].as_str().unwrap();

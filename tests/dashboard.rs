@@ -95,11 +95,19 @@ fn every_panel_query_returns_data_from_a_real_prometheus() {
     let ksm = http::Stub::serve(
         "kube_daemonset_status_number_misscheduled{namespace=\"monitoring\",daemonset=\"ssd-agent\"} 1\n",
     );
+    // A snapshot has no history, so no lost node: a second replica that watched one go serves
+    // those series, shaped as tests/lost_coverage.rs sees the exporter write them.
+    let watching_replica = http::Stub::serve(concat!(
+        "daemonset_lost_node_info{namespace=\"monitoring\",daemonset=\"ssd-agent\",node=\"n3\",reason=\"nfd_change\",key=\"feature.node.kubernetes.io/x\",manager=\"nfd-master\"} 1\n",
+        "daemonset_lost_node_since_timestamp_seconds{namespace=\"monitoring\",daemonset=\"ssd-agent\",node=\"n3\",reason=\"nfd_change\"} 1780000000\n",
+        "# TYPE daemonset_node_losses_total counter\n",
+        "daemonset_node_losses_total{namespace=\"monitoring\",daemonset=\"ssd-agent\",reason=\"nfd_change\",key=\"feature.node.kubernetes.io/x\"} 2\n",
+    ));
     let config = format!(
         "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n\
-         - {{job_name: misschedule-exporter, static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]}}\n\
+         - {{job_name: misschedule-exporter, honor_labels: true, static_configs: [{{targets: ['127.0.0.1:{exporter_port}', '127.0.0.1:{}']}}]}}\n\
          - {{job_name: kube-state-metrics, honor_labels: true, static_configs: [{{targets: ['127.0.0.1:{}']}}]}}\n",
-        ksm.port
+        watching_replica.port, ksm.port
     );
     let prometheus = Prometheus::start(Prometheus::dir("dashboard"), &config);
     // Enough scrapes for rate() over the substituted $__rate_interval.
@@ -132,5 +140,5 @@ fn every_panel_query_returns_data_from_a_real_prometheus() {
         }
     }
     assert!(empty.is_empty(), "queries that returned nothing:\n{}", empty.join("\n"));
-    assert!(queries(&d).len() >= 9);
+    assert!(queries(&d).len() >= 12);
 }

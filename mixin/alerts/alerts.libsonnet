@@ -8,6 +8,8 @@
   local c = $._config,
   local args = c {
     reasons: std.join('|', c.actionableReasons),
+    lostReasons: std.join('|', c.lostActionableReasons),
+    flappingLosses: std.toString(c.flappingLosses),
     drainStuckSeconds: std.toString(c.drainStuckSeconds),
     // " in cluster X" when the alert has a cluster, nothing otherwise.
     inCluster: '{{ with $labels.%s }} in cluster {{ . }}{{ end }}' % c.clusterLabel,
@@ -50,6 +52,40 @@
           '1m',
           'A node has been draining for longer than a drain takes.',
           'Pod {{ $labels.namespace }}/{{ $labels.pod }} of DaemonSet {{ $labels.daemonset }} has sat on draining node {{ $labels.node }}%(inCluster)s for {{ $value | humanizeDuration }}. The drain is probably stuck: a PodDisruptionBudget, a failing eviction, or an autoscaler that gave up and left its taint behind.',
+        ),
+        // The controller deleted the agent and the node stays without it; the DaemonSet's status
+        // counts nothing wrong. The manager is left out of the labels: a replica that started
+        // mid-way may not know it, and the alert must stay one.
+        rule(
+          'DaemonSetNodeLost',
+          |||
+            max by (%(clusterLabel)s, namespace, daemonset, node, reason, key) (
+              daemonset_lost_node_info{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"}
+            ) == 1
+          |||,
+          '10m',
+          'A node runs without its DaemonSet pod: the controller deleted it when the node stopped qualifying.',
+          'Node {{ $labels.node }}%(inCluster)s lost the pod of DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}: reason {{ $labels.reason }}, key {{ $labels.key }}. The DaemonSet reports itself healthy. Run `kubectl misschedule -n {{ $labels.namespace }} --daemonset {{ $labels.daemonset }} -o wide --from-exporter NAMESPACE/SERVICE` for who changed it and the fix.',
+        ),
+        // Losses in the last hour, per replica (`sum without (reason)` keeps the target labels
+        // that tell replicas apart), then the replica that saw the most: a replica restarted
+        // within the hour counts fewer. A counter that appeared within the hour counts from 0,
+        // which `increase()` would not.
+        rule(
+          'DaemonSetCoverageFlapping',
+          |||
+            max by (%(clusterLabel)s, namespace, daemonset, key) (
+              sum without (reason) (
+                daemonset_node_losses_total{%(misscheduleExporterSelector)s}
+                  - daemonset_node_losses_total{%(misscheduleExporterSelector)s} offset 1h
+                or
+                daemonset_node_losses_total{%(misscheduleExporterSelector)s}
+              )
+            ) >= %(flappingLosses)s
+          |||,
+          '0m',
+          'A DaemonSet keeps losing nodes over the same label or taint.',
+          'DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}%(inCluster)s lost nodes {{ $value }} times in the last hour over {{ $labels.key }}: each time the controller deleted its pod, and each time coverage came back. Something keeps removing and restoring {{ $labels.key }} (node-feature-discovery restarts do).',
         ),
         // Silent when kube-state-metrics is absent (no left-hand series) and when the exporter is
         // (no right-hand series; MisscheduleExporterDown covers that).

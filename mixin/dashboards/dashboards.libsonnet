@@ -150,9 +150,45 @@
           ],
         ),
         table(
+          10,
+          'Lost nodes',
+          { h: 8, w: 16, x: 0, y: 18 },
+          [
+            instant('A', 'max by (namespace, daemonset, node, reason, key, manager) (daemonset_lost_node_info{%s})' % dsSel),
+            instant('B', 'time() - max by (namespace, daemonset, node, reason) (daemonset_lost_node_since_timestamp_seconds{%s})' % dsSel),
+          ],
+          {
+            excludeByName: { Time: true, 'Value #A': true },
+            renameByName: { 'Value #B': 'Age' },
+            indexByName: { namespace: 0, daemonset: 1, node: 2, reason: 3, key: 4, manager: 5, 'Value #B': 6 },
+          },
+          "Nodes a DaemonSet stopped covering: the pod was misscheduled, the controller deleted it, and the node runs without it while the DaemonSet's status looks healthy. The reason, key and manager are the pod's. Only an exporter that watched the pod go knows it.",
+          [
+            { matcher: { id: 'byName', options: 'Age' }, properties: [{ id: 'unit', value: 's' }] },
+            linkTo('node', c.nodeDashboardUid, 'Node ${__value.raw}', '&var-node=${__value.raw}'),
+          ],
+        ),
+        timeseries(
+          11,
+          'Node losses in the trailing hour, by reason',
+          { h: 8, w: 8, x: 16, y: 18 },
+          [target('A', |||
+            sum by (reason) (
+              max by (namespace, daemonset, reason, key) (
+                daemonset_node_losses_total{%s} - daemonset_node_losses_total{%s} offset 1h
+                or
+                daemonset_node_losses_total{%s}
+              )
+            )
+          ||| % [dsSel, dsSel, dsSel], '{{reason}}')],
+          'short',
+          'Losses of coverage in the hour before each point, from the replica that saw the most. A key that loses nodes again and again is flapping (DaemonSetCoverageFlapping).',
+          stacked=true,
+        ),
+        table(
           4,
           'Eligible and ineligible nodes',
-          { h: 8, w: 12, x: 0, y: 18 },
+          { h: 8, w: 12, x: 0, y: 26 },
           [
             instant('A', 'max by (namespace, daemonset) (daemonset_eligible_nodes{%s})' % dsSel),
             instant('B', 'max by (namespace, daemonset, reason, key) (daemonset_ineligible_nodes{%s})' % dsSel),
@@ -163,15 +199,15 @@
         timeseries(
           5,
           'Ineligible nodes by reason',
-          { h: 8, w: 12, x: 12, y: 18 },
+          { h: 8, w: 12, x: 12, y: 26 },
           [target('A', 'sum by (daemonset, reason) (max by (namespace, daemonset, reason, key) (daemonset_ineligible_nodes{%s}))' % dsSel, '{{daemonset}}: {{reason}}')],
           'short',
         ),
-        panel(6, 'stat', 'Exporter: targets up', { h: 6, w: 6, x: 0, y: 26 }, [target('A', 'sum(up{%s})' % sel, 'up')]),
+        panel(6, 'stat', 'Exporter: targets up', { h: 6, w: 6, x: 0, y: 34 }, [target('A', 'sum(up{%s})' % sel, 'up')]),
         table(
           7,
           'Exporter: caches synced and watches healthy',
-          { h: 6, w: 6, x: 6, y: 26 },
+          { h: 6, w: 6, x: 6, y: 34 },
           [
             instant('A', 'min by (resource) (misschedule_exporter_cache_synced{%s})' % sel),
             instant('B', 'min by (resource) (misschedule_exporter_watch_healthy{%s})' % sel),
@@ -182,7 +218,7 @@
         timeseries(
           8,
           'Exporter: watch events and errors',
-          { h: 6, w: 6, x: 12, y: 26 },
+          { h: 6, w: 6, x: 12, y: 34 },
           [
             target('A', 'sum by (resource) (rate(misschedule_exporter_watch_events_total{%s}[$__rate_interval]))' % sel, '{{resource}} events'),
             target('B', 'sum by (resource, reason) (rate(misschedule_exporter_watch_errors_total{%s}[$__rate_interval]))' % sel, '{{resource}} errors: {{reason}}'),
@@ -193,7 +229,7 @@
         timeseries(
           9,
           'Exporter: event classification p99',
-          { h: 6, w: 6, x: 18, y: 26 },
+          { h: 6, w: 6, x: 18, y: 34 },
           [target('A', 'histogram_quantile(0.99, sum by (le) (rate(misschedule_exporter_classification_duration_seconds_bucket{%s}[$__rate_interval])))' % sel, 'p99')],
           's',
         ),
