@@ -180,6 +180,19 @@ mod tests {
         let conventions = flags.conventions();
         assert!(conventions.drain_taints.matches("ToBeDeletedByClusterAutoscaler"));
         assert!(!conventions.drain_taints.matches("dedicated"));
+        assert_eq!(flags.lost_node_retention, 24 * 3600);
+    }
+
+    #[test]
+    fn the_lost_node_retention_is_a_duration() {
+        let retention = |text: &str| Flags::try_parse_from(["x", "--lost-node-retention", text]);
+        assert_eq!(retention("90m").unwrap().classification.lost_node_retention, 5400);
+        assert_eq!(retention("1h30m").unwrap().classification.lost_node_retention, 5400);
+        assert_eq!(retention("3600s").unwrap().classification.lost_node_retention, 3600);
+        let error = retention("0s").unwrap_err().to_string();
+        assert!(error.contains("must be at least 1s"), "{error}");
+        let error = retention("a day").unwrap_err().to_string();
+        assert!(error.contains("write a duration such as 24h, 90m or 3600s"), "{error}");
     }
 
     #[test]

@@ -117,6 +117,7 @@ fn schema_rejects_bad_values() {
     for bad in [
         json!({"exporter": {"logFormat": "xml"}}),
         json!({"exporter": {"port": 0}}),
+        json!({"exporter": {"lostNodeRetention": "a day"}}),
         json!({"prometheusRule": {"drainStuckSeconds": "45m"}}),
         json!({"prometheusRule": {"customRules": {"DaemonSetPodMisscheduled": {"for": "soon"}}}}),
         json!({"prometheusRule": {"customRules": {"DaemonSetPodMisscheduled": {"labels": {}}}}}),
@@ -212,7 +213,7 @@ fn exporter_flags_come_from_values() {
     };
     let set = args(json!({"exporter": {"namespaces": ["a", "b"], "drainTaintKeys": ["example.com/drain", "x/*"],
                                         "nfdManagers": ["nfd-master", "my-nfd"], "useApiserverCache": true,
-                                        "apiserverCompression": true}}));
+                                        "apiserverCompression": true, "lostNodeRetention": "1h30m"}}));
     for expected in [
         "--namespace=a",
         "--namespace=b",
@@ -220,6 +221,7 @@ fn exporter_flags_come_from_values() {
         "--nfd-managers=nfd-master,my-nfd",
         "--use-apiserver-cache",
         "--apiserver-compression",
+        "--lost-node-retention=1h30m",
     ] {
         assert!(set.iter().any(|a| a == expected), "{expected} not in {set:?}");
     }
@@ -227,6 +229,7 @@ fn exporter_flags_come_from_values() {
     assert!(!set.iter().any(|a| a.starts_with("--list-page-size")), "{set:?}");
     let default = args(json!({}));
     assert!(default.iter().any(|a| a == "--list-page-size=500"), "{default:?}");
+    assert!(default.iter().any(|a| a == "--lost-node-retention=24h"), "{default:?}");
     assert!(!default.iter().any(|a| a == "--use-apiserver-cache" || a == "--apiserver-compression"), "{default:?}");
 }
 

@@ -5,7 +5,7 @@
 //! loss, with the verdict its last pod had as a misscheduled pod. Pure: the rule for one
 //! pair is [`step`].
 
-use super::daemonset_state::Since;
+use super::Since;
 use crate::model::{Str, Timestamp};
 use crate::rules::reason::{Classification, Reason};
 

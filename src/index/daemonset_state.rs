@@ -5,19 +5,11 @@ use std::collections::BTreeMap;
 
 use smallvec::SmallVec;
 
+use super::Since;
 use super::coverage::{self, Loss, Pair, Step, Verdict};
 use crate::model::{FastMap, Str, Timestamp, Uid};
 use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::Reason;
-
-/// When a (DaemonSet, node) pair became misscheduled, as the index saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Since {
-    pub(super) at: Timestamp,
-    /// The index saw the transition happen live (all caches synced, not replaying a relist),
-    /// so `at` is the real moment rather than an upper bound.
-    pub(super) observed: bool,
-}
 
 #[derive(Debug, Default)]
 pub(super) struct DaemonSetState {

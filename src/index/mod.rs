@@ -22,7 +22,7 @@ mod view;
 use kube::runtime::watcher::Event;
 
 use self::coverage::Verdict;
-use self::daemonset_state::{DaemonSetState, Since};
+use self::daemonset_state::DaemonSetState;
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::store::{Scope, Store};
 pub use self::view::{DaemonSetView, LostNode, MisscheduledPod, nodes_by_reason};
@@ -30,6 +30,15 @@ use crate::k8s::convert::ConvertError;
 use crate::model::interner::Interner;
 use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp, Uid};
 use crate::rules::reason::Conventions;
+
+/// When a (DaemonSet, node) pair became misscheduled, or lost, as the index saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Since {
+    at: Timestamp,
+    /// The index saw the transition happen live (all caches synced, not replaying a relist),
+    /// so `at` is the real moment rather than an upper bound.
+    observed: bool,
+}
 
 /// Tunables of classification.
 #[derive(Clone, Debug)]
