@@ -423,6 +423,7 @@ fn main() {
     index.set_now(1_780_000_000);
     let mut cold = ColdStart::default();
     cold += initial_list::<Node, SlimNode>(&mut index, (0..shape.nodes).map(|i| shape.node(i)), 500);
+    let after_nodes = rss();
     cold += initial_list::<DaemonSet, DaemonSet>(&mut index, (0..shape.daemonsets).map(|j| shape.daemonset(j)), 500);
     cold += initial_list::<ControllerRevision, ControllerRevision>(
         &mut index,
@@ -468,6 +469,8 @@ fn main() {
         Some(target) => idle.target(format!("≤ {target} MiB"), mib(purged) <= target),
         None => idle,
     });
+    let per_node = after_nodes.saturating_sub(baseline) as f64 / shape.nodes as f64;
+    rows.push(Row::new("of which: RSS growth per node, after the node list", per_node, format!("{per_node:.0} B")));
     let per_pod = purged.saturating_sub(baseline) as f64 / pods as f64;
     rows.push(Row::new("RSS growth per daemon pod, idle (all objects included)", per_pod, format!("{per_pod:.0} B")));
 

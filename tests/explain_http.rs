@@ -7,6 +7,7 @@ use serde_json::Value;
 
 mod support;
 
+use support::browser;
 use support::exporter::Exporter;
 
 const SNAPSHOT: &str = "examples/cluster-autoscaler-drain.json";
@@ -90,20 +91,6 @@ fn landing_page_lists_the_same_rows() {
     assert!(filtered.contains("1 misscheduled daemon pod."), "{filtered}");
 }
 
-/// Headless Chromium with a throwaway profile; the flags a container without a display needs.
-fn chromium(args: &[&str]) -> std::process::Output {
-    let profile = std::env::temp_dir().join(format!("misschedule-chromium-{}", std::process::id()));
-    let out = Command::new("chromium")
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args)
-        .output()
-        .expect("chromium (Debian package `chromium`)");
-    let _ = std::fs::remove_dir_all(profile);
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
 #[test]
 #[ignore = "needs chromium: scripts/test.sh runs it"]
 fn landing_page_renders_in_a_real_browser() {
@@ -113,7 +100,7 @@ fn landing_page_renders_in_a_real_browser() {
     let rows = explanation["misscheduled"].as_array().unwrap();
 
     // The DOM as the browser built it: one table row per misscheduled pod, with its cells.
-    let dom = String::from_utf8(chromium(&["--dump-dom", &url]).stdout).unwrap();
+    let dom = browser::dom(&url);
     let table = dom.split("<table id=\"misscheduled\">").nth(1).expect("the misscheduled table").split("</table>");
     let body = table.into_iter().next().unwrap();
     assert_eq!(body.matches("<tr>").count(), rows.len() + 1, "a header row and one row per pod: {body}");
@@ -126,13 +113,6 @@ fn landing_page_renders_in_a_real_browser() {
     assert!(dom.contains("<table id=\"ineligible\">"));
     assert!(dom.contains("No misscheduled daemon pods.") == rows.is_empty());
 
-    // A screenshot for a person to look at (kept under target/, not committed).
-    let artifacts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let png = artifacts.join("landing-page.png");
-    let _ = std::fs::remove_file(&png);
-    chromium(&["--window-size=1400,900", "--hide-scrollbars", &format!("--screenshot={}", png.display()), &url]);
-    let image = std::fs::read(&png).expect("the screenshot");
-    assert!(image.starts_with(b"\x89PNG"), "a PNG");
-    println!("screenshot: {} ({} bytes)", png.display(), image.len());
+    // A screenshot for a person to look at.
+    browser::screenshot(&url, "landing-page.png");
 }

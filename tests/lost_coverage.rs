@@ -15,6 +15,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
+use support::browser;
 use support::cluster::*;
 use support::kubelet::Kubelet;
 use support::plugin::{expose_exporter, kubectl_plugin};
@@ -233,6 +234,13 @@ async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
     counted.insert(("agent".into(), "daemonset_changed".into(), "pool".into()), 1.0);
     lab.expect("agent's nodeSelector narrows to pool=a", &lost(&[gpu_n1, tainted[0], tainted[1], narrowed]), &counted)
         .await;
+    // The page as a browser builds it: a header row and one row per lost node.
+    let url = format!("http://127.0.0.1:{}/", lab.exporter.port);
+    let dom = browser::dom(&url);
+    let table = dom.split("<table id=\"lost\">").nth(1).expect("the lost table").split("</table>").next().unwrap();
+    assert_eq!(table.matches("<tr>").count(), 5, "{table}");
+    assert!(table.contains("no longer wants n1"), "the daemonset_changed fix: {table}");
+    browser::screenshot(&url, "lost-nodes.png");
 
     // n1 is deleted while lost: nothing is lost there any more; the counters stay.
     lab.admin.nodes.delete("n1", &DeleteParams::default()).await.unwrap();

@@ -3,7 +3,6 @@
 //! 200,000 daemon pods carry a few hundred distinct label sets and templates;
 //! storing each once is most of what keeps the cache small.
 
-use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -12,7 +11,7 @@ use hashbrown::HashTable;
 
 use crate::model::PlacementSpec;
 use crate::model::text::{same_pair, same_toleration};
-use crate::model::{FastSet, Labels, NodeSelectorTerm, Placement, Str, Toleration, TolerationParts};
+use crate::model::{FastSet, LabelSet, Labels, NodeSelectorTerm, Placement, Str, Toleration, TolerationParts};
 
 /// Interned values are dropped by `collect_garbage` once only the interner holds them.
 ///
@@ -70,7 +69,7 @@ impl Interner {
         if let Some(existing) = self.label_sets.find(hash, same) {
             return existing.clone();
         }
-        let set: Labels = Arc::new(pairs.map(|(k, v)| (self.str(k), self.str(v))).collect::<BTreeMap<_, _>>());
+        let set: Labels = Arc::new(pairs.map(|(k, v)| (self.str(k), self.str(v))).collect::<LabelSet>());
         let hasher = &self.hasher;
         self.label_sets.insert_unique(hash, set.clone(), |l| hash_pairs(hasher, l.iter().map(|(k, v)| (&**k, &**v))));
         self.note_insert();

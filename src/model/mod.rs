@@ -4,13 +4,14 @@
 //! objects. Strings that repeat across many objects (label keys and values,
 //! node names, namespaces) are shared `Arc<str>`s from the index's interner.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub mod interner;
+mod labels;
 pub mod text;
 mod uid;
 
+pub use labels::LabelSet;
 pub use uid::Uid;
 
 pub type Str = Arc<str>;
@@ -23,7 +24,7 @@ pub type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 pub type Timestamp = i64;
 
 /// A sorted, shared set of labels. Daemon pods of one revision share one.
-pub type Labels = Arc<BTreeMap<Str, Str>>;
+pub type Labels = Arc<LabelSet>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TaintEffect {

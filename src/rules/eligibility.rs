@@ -6,11 +6,10 @@
 //! nodeName, nodeSelector + required node affinity, and NoSchedule/NoExecute
 //! taints. Everything here is pure and allocation-free on the hot path.
 
-use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use crate::model::{
-    LabelSelector, Node, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect,
+    LabelSelector, LabelSet, Node, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect,
     Toleration, TolerationOperator,
 };
 use crate::rules::validation::{is_label_value, is_qualified_name};
@@ -236,7 +235,7 @@ fn field_requirement_is_valid(r: &Requirement) -> bool {
 
 /// One `matchExpressions` requirement against a node's labels (`labels.Requirement.Matches`).
 /// The caller checks validity first ([`label_requirement_is_valid`]).
-pub fn label_requirement_matches(r: &Requirement, labels: &BTreeMap<Str, Str>) -> bool {
+pub fn label_requirement_matches(r: &Requirement, labels: &LabelSet) -> bool {
     let value = labels.get(&r.key);
     match r.operator {
         SelectorOperator::In => value.is_some_and(|v| r.values.contains(v)),
@@ -266,7 +265,7 @@ fn field_requirement_matches(r: &Requirement, node_name: &str) -> bool {
 
 /// A DaemonSet's label selector against a pod's labels (claiming). Conversion has
 /// already checked the requirements; an invalid selector is `Refused`.
-pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<Str, Str>) -> bool {
+pub fn selector_matches(selector: &LabelSelector, labels: &LabelSet) -> bool {
     match selector {
         LabelSelector::Nothing | LabelSelector::Refused => false,
         LabelSelector::Requirements(reqs) => reqs.iter().all(|r| label_requirement_matches(r, labels)),

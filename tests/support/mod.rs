@@ -2,6 +2,7 @@
 //! writes them, and a small HTTP client.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod chart;
 pub mod cluster;
 pub mod exporter;

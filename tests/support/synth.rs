@@ -1,8 +1,10 @@
-//! A synthetic cluster shaped like a real one: nodes with varied label sets and
-//! taints, DaemonSets with selectors, affinities and tolerations, their
-//! ControllerRevisions, and daemon pods exactly as the DaemonSet controller
-//! writes them (labels, controller ownerReference, `matchFields` affinity,
-//! template + default tolerations), with realistic container specs and status.
+//! A synthetic cluster shaped like a real one: nodes with varied label sets (13 to 15
+//! labels, NFD's among them, and NFD's annotation listing them), taints, four conditions,
+//! twelve images and the managedFields of the kubelet, NFD and whoever tainted them;
+//! DaemonSets with selectors, affinities and tolerations, their ControllerRevisions, and
+//! daemon pods exactly as the DaemonSet controller writes them (labels, controller
+//! ownerReference, `matchFields` affinity, template + default tolerations), with realistic
+//! container specs and status.
 #![allow(dead_code)]
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
@@ -21,6 +23,7 @@ pub struct Shape {
 
 const ZONES: [&str; 3] = ["eu-west-1a", "eu-west-1b", "eu-west-1c"];
 const INSTANCE_TYPES: [&str; 5] = ["m6i.2xlarge", "m6i.4xlarge", "c6i.4xlarge", "r6i.2xlarge", "g5.2xlarge"];
+const NODE_GROUPS: [&str; 4] = ["general-a", "general-b", "infra", "gpu"];
 
 /// A UID shaped as the API server mints them (a lowercase UUID), unique per kind and (a, b).
 fn uid(kind: u8, a: usize, b: usize) -> String {
@@ -64,7 +67,10 @@ impl Shape {
             ("node.kubernetes.io/instance-type", INSTANCE_TYPES[i % 5]),
             ("karpenter.sh/capacity-type", if i.is_multiple_of(3) { "spot" } else { "on-demand" }),
             ("node-role.kubernetes.io/worker", ""),
+            ("eks.amazonaws.com/nodegroup", NODE_GROUPS[i % NODE_GROUPS.len()]),
             ("feature.node.kubernetes.io/kernel-version.major", "6"),
+            ("feature.node.kubernetes.io/cpu-model.vendor_id", "Intel"),
+            ("feature.node.kubernetes.io/system-os_release.ID", "bottlerocket"),
         ] {
             labels.insert(k.into(), json!(v));
         }
@@ -83,14 +89,33 @@ impl Shape {
             taints.push(json!({"key": DRAIN_TAINT, "value": "1767225600", "effect": "NoSchedule"}));
         }
         let managed_fields = managed_fields(&labels, !taints.is_empty(), self.draining(i), is_gpu(i));
+        // NFD lists the labels it manages, without its prefix.
+        let nfd_labels: Vec<&str> =
+            labels.keys().filter_map(|k| k.strip_prefix("feature.node.kubernetes.io/")).collect();
+        let condition = |kind: &str, status: &str, reason: &str| {
+            json!({"type": kind, "status": status, "reason": reason, "message": format!("kubelet reports {reason}"),
+                   "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"})
+        };
+        // What the kubelet reports of the images on the node: most of a real node's bytes.
+        let images: Vec<Value> = (0..12)
+            .map(|k| {
+                let repo = format!("registry.example/team-{k}/image-{}", (i + k) % 40);
+                json!({"names": [format!("{repo}@sha256:{:064x}", i * 12 + k), format!("{repo}:v1.{k}.0")], "sizeBytes": 10_000_000 + k * 1_000_003})
+            })
+            .collect();
         serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "uid": uid(1, 0, i), "resourceVersion": "1", "labels": labels,
                          "managedFields": managed_fields,
-                         "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                                         "nfd.node.kubernetes.io/feature-labels": nfd_labels.join(",")}},
             "spec": {"providerID": format!("aws:///eu-west-1a/i-{i:017x}"), "taints": taints},
             "status": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                       "conditions": [condition("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+                                      condition("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+                                      condition("PIDPressure", "False", "KubeletHasSufficientPID"),
+                                      condition("Ready", "True", "KubeletReady")],
+                       "images": images,
                        "nodeInfo": {"kubeletVersion": "v1.33.1", "osImage": "Bottlerocket", "kernelVersion": "6.1.0", "containerRuntimeVersion": "containerd://1.7",
                                     "architecture": "amd64", "operatingSystem": "linux", "bootID": "b", "machineID": "m", "systemUUID": "s", "kubeProxyVersion": "v1.33.1"}}
         }))
@@ -280,7 +305,8 @@ fn managed_fields(labels: &serde_json::Map<String, Value>, tainted: bool, draini
         json!({"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": at, "fieldsType": "FieldsV1",
                "fieldsV1": {"f:metadata": {"f:annotations": {"f:node.alpha.kubernetes.io/ttl": {}}}}}),
         json!({"manager": "nfd-master", "operation": "Update", "apiVersion": "v1", "time": at, "fieldsType": "FieldsV1",
-               "fieldsV1": {"f:metadata": {"f:labels": owned(&|k| k.starts_with("feature.node.kubernetes.io/"))}}}),
+               "fieldsV1": {"f:metadata": {"f:annotations": {"f:nfd.node.kubernetes.io/feature-labels": {}},
+                                           "f:labels": owned(&|k| k.starts_with("feature.node.kubernetes.io/"))}}}),
         json!({"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": at, "subresource": "status", "fieldsType": "FieldsV1",
                "fieldsV1": {"f:status": {"f:allocatable": {"f:cpu": {}, "f:ephemeral-storage": {}, "f:memory": {}, "f:pods": {}},
                                          "f:capacity": {"f:cpu": {}, "f:ephemeral-storage": {}, "f:memory": {}, "f:pods": {}},
