@@ -96,11 +96,13 @@ async fn initial_list_cost(cp: &ControlPlane, flags: &[&str], log: &str) -> List
 }
 
 /// The classification series (name and labels), plus the values of the count families;
-/// the `since` timestamps may legitimately differ between two exporters.
+/// the `since` timestamps may legitimately differ between two exporters, and so may the
+/// losses each has counted.
 fn series(metrics: &str) -> BTreeSet<String> {
     metrics
         .lines()
-        .filter(|l| l.starts_with("daemonset_"))
+        // Losses so far are history since the exporter started: a fresh one has none.
+        .filter(|l| l.starts_with("daemonset_") && !l.starts_with("daemonset_node_losses_total"))
         .map(|l| {
             if l.starts_with("daemonset_misscheduled_pod_since_timestamp_seconds") {
                 l.rsplit_once(' ').map_or(l, |(series, _)| series).to_owned()

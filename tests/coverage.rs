@@ -199,3 +199,26 @@ fn after_a_restart_a_terminating_pod_is_the_evidence() {
     let index = cluster(vec![gpu_node("n1", false)], vec![ds.clone()], vec![revision(&ds, "h")], vec![]);
     assert_eq!(lost(&index), (vec![], vec![]));
 }
+
+#[test]
+fn each_loss_is_a_notice_but_a_daemonset_leaving_nodes_on_purpose() {
+    use misschedule_exporter::publish::notice::{self, Kind};
+    let ds = daemonset("agent", json!({}));
+    let (p1, p2) = (daemon_pod(&ds, "n1", "h", true), daemon_pod(&ds, "n2", "h", true));
+    let mut index = cluster(
+        vec![node("n1", &[("pool", "a")], &[]), node("n2", &[("pool", "b")], &[])],
+        vec![ds.clone()],
+        vec![revision(&ds, "h")],
+        vec![p1.clone(), p2.clone()],
+    );
+    // n1 gains a NoExecute taint; then the DaemonSet narrows to pool=a, leaving n2.
+    apply(&mut index, node("n1", &[("pool", "a")], &["maintenance=x:NoExecute"]));
+    delete(&mut index, p1);
+    apply(&mut index, daemonset("agent", json!({"nodeSelector": {"pool": "a"}})));
+    delete(&mut index, p2);
+    let reasons: Vec<String> = lost(&index).0.into_iter().map(|(node, reason, ..)| format!("{node} {reason}")).collect();
+    assert_eq!(reasons, ["n1 taint_added", "n2 daemonset_changed"]);
+    let notices = notice::current(&index);
+    let lost_nodes: Vec<&str> = notices.iter().filter(|n| n.kind == Kind::NodeLost).map(|n| &*n.node).collect();
+    assert_eq!(lost_nodes, ["n1"], "no Event per node a DaemonSet leaves on purpose");
+}

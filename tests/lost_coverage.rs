@@ -234,6 +234,9 @@ async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
     counted.insert(("agent".into(), "daemonset_changed".into(), "pool".into()), 1.0);
     lab.expect("agent's nodeSelector narrows to pool=a", &lost(&[gpu_n1, tainted[0], tainted[1], narrowed]), &counted)
         .await;
+    // No Event for a node the DaemonSet left on purpose; the publisher looks every 200 ms.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    lab.expect_events("no NodeLost Event for the narrowed DaemonSet", &events).await;
     // The page as a browser builds it: a header row and one row per lost node.
     let url = format!("http://127.0.0.1:{}/", lab.exporter.port);
     let dom = browser::dom(&url);

@@ -149,12 +149,15 @@ fn action(reason: Reason) -> &'static str {
     }
 }
 
-/// One notice per misscheduled pod and per lost node, in the explanation's order.
+/// One notice per misscheduled pod and per lost node, in the explanation's order. A node a
+/// DaemonSet left because the DaemonSet itself changed has none: narrowing a DaemonSet on
+/// purpose would write an Event for each of thousands of nodes, and the change is already the
+/// DaemonSet's own history; the metrics and the explanation still list every node.
 pub fn current(index: &Index) -> Vec<Notice> {
     let mut out = Vec::new();
     for view in index.daemonsets() {
         let regarding = Target { id: view.ds.id.clone(), uid: view.ds.uid.to_string() };
-        for lost in view.lost_nodes() {
+        for lost in view.lost_nodes().into_iter().filter(|l| l.verdict.reason != Reason::DaemonSetChanged) {
             let v = lost.verdict;
             out.push(Notice {
                 kind: Kind::NodeLost,
