@@ -216,7 +216,8 @@ fn each_loss_is_a_notice_but_a_daemonset_leaving_nodes_on_purpose() {
     delete(&mut index, p1);
     apply(&mut index, daemonset("agent", json!({"nodeSelector": {"pool": "a"}})));
     delete(&mut index, p2);
-    let reasons: Vec<String> = lost(&index).0.into_iter().map(|(node, reason, ..)| format!("{node} {reason}")).collect();
+    let reasons: Vec<String> =
+        lost(&index).0.into_iter().map(|(node, reason, ..)| format!("{node} {reason}")).collect();
     assert_eq!(reasons, ["n1 taint_added", "n2 daemonset_changed"]);
     let notices = notice::current(&index);
     let lost_nodes: Vec<&str> = notices.iter().filter(|n| n.kind == Kind::NodeLost).map(|n| &*n.node).collect();
