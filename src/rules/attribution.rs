@@ -93,7 +93,7 @@ pub fn carry_over(old: &Node, new: &mut Node, selected: impl Fn(&str) -> bool) {
 
     let mut label_removed_by: Vec<(Str, Str)> =
         old.managers.label_removed_by.iter().filter(|(key, _)| !new.labels.contains_key(key)).cloned().collect();
-    for key in old.labels.keys().filter(|k| !new.labels.contains_key(*k) && selected(k)) {
+    for key in old.labels.keys().filter(|k| !new.labels.contains_key(k) && selected(k)) {
         // The remover, or, if it left no trace, the label's last owner.
         if let Some(by) = writer.clone().or_else(|| label_owner(old, key).cloned()) {
             label_removed_by.retain(|(k, _)| k != key);
