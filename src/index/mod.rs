@@ -112,10 +112,7 @@ impl Index {
                 self.generation += 1;
             }
             let due = state.lost.values().map(|loss| loss.expires_at(retention)).min();
-            next = match (next, due) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            next = next.into_iter().chain(due).min();
         }
         self.next_loss_expiry = next;
     }
