@@ -91,8 +91,9 @@ struct Lab {
 
 impl Lab {
     /// Wait until /metrics lists exactly `want` as lost and nothing as misscheduled, with
-    /// `counted` losses; then check /explain, the page and the plugin say the same.
-    async fn expect(&self, step: &str, want: &Lost, counted: &Losses) {
+    /// `counted` losses; then check /explain, the page and the plugin say the same. Returns
+    /// the plugin's table.
+    async fn expect(&self, step: &str, want: &Lost, counted: &Losses) -> String {
         let started = Instant::now();
         let metrics = loop {
             let metrics = self.exporter.metrics();
@@ -132,6 +133,7 @@ impl Lab {
         let table = String::from_utf8(out.stdout).unwrap();
         assert_eq!(table.contains("Lost nodes"), !want.is_empty(), "{step}: the plugin's table\n{table}");
         println!("step {step:<55} ok after {:.1?}: {} lost, losses {counted:?}", started.elapsed(), want.len());
+        table
     }
 
     /// Wait until the NodeLost Events are exactly `want`: (DaemonSet, note fragments, series count).
@@ -232,8 +234,10 @@ async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
     lab.admin.patch_daemonset("agent", json!({"spec": {"template": {"spec": {"nodeSelector": {"pool": "a"}}}}})).await;
     let narrowed = ("agent", "n1", "daemonset_changed", "pool", "");
     counted.insert(("agent".into(), "daemonset_changed".into(), "pool".into()), 1.0);
-    lab.expect("agent's nodeSelector narrows to pool=a", &lost(&[gpu_n1, tainted[0], tainted[1], narrowed]), &counted)
+    let table = lab
+        .expect("agent's nodeSelector narrows to pool=a", &lost(&[gpu_n1, tainted[0], tainted[1], narrowed]), &counted)
         .await;
+    println!("kubectl misschedule -n {NS} --from-exporter monitoring/misschedule-exporter:\n{table}");
     // No Event for a node the DaemonSet left on purpose; the publisher looks every 200 ms.
     tokio::time::sleep(Duration::from_secs(2)).await;
     lab.expect_events("no NodeLost Event for the narrowed DaemonSet", &events).await;
