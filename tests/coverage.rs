@@ -223,3 +223,38 @@ fn each_loss_is_a_notice_but_a_daemonset_leaving_nodes_on_purpose() {
     let lost_nodes: Vec<&str> = notices.iter().filter(|n| n.kind == Kind::NodeLost).map(|n| &*n.node).collect();
     assert_eq!(lost_nodes, ["n1"], "no Event per node a DaemonSet leaves on purpose");
 }
+
+#[test]
+fn a_relapse_within_the_second_is_a_new_episode_and_nothing_else_is() {
+    use misschedule_exporter::publish::notice::{self, Kind, Notice};
+    let (mut index, p1, _) = gpu_cluster();
+    let notice_of = |index: &Index, kind: Kind| -> Vec<Notice> {
+        notice::current(index).into_iter().filter(|n| n.kind == kind).collect()
+    };
+    index.set_now(NOW + 10);
+    apply(&mut index, gpu_node("n1", false));
+    let [misscheduled] = <[Notice; 1]>::try_from(notice_of(&index, Kind::Misscheduled)).unwrap();
+    // Unrelated changes and a relist keep the episode.
+    apply(&mut index, gpu_node("n3", true));
+    list(&mut index, vec![gpu_node("n1", false), gpu_node("n2", true), gpu_node("n3", true)]);
+    assert_eq!(notice_of(&index, Kind::Misscheduled), std::slice::from_ref(&misscheduled));
+    // The label flaps back and away in the same second: the same Event, a later episode.
+    apply(&mut index, gpu_node("n1", true));
+    apply(&mut index, gpu_node("n1", false));
+    let [relapse] = <[Notice; 1]>::try_from(notice_of(&index, Kind::Misscheduled)).unwrap();
+    assert_eq!(relapse.event_id(), misscheduled.event_id());
+    assert!(relapse.episode > misscheduled.episode);
+
+    // The same for a lost node: lost, covered again and lost again within the second.
+    delete(&mut index, p1.clone());
+    let [lost] = <[Notice; 1]>::try_from(notice_of(&index, Kind::NodeLost)).unwrap();
+    apply(&mut index, gpu_node("n3", false));
+    assert_eq!(notice_of(&index, Kind::NodeLost), std::slice::from_ref(&lost));
+    apply(&mut index, gpu_node("n1", true));
+    apply(&mut index, p1.clone());
+    apply(&mut index, gpu_node("n1", false));
+    delete(&mut index, p1);
+    let [again] = <[Notice; 1]>::try_from(notice_of(&index, Kind::NodeLost)).unwrap();
+    assert_eq!(again.event_id(), lost.event_id());
+    assert!(again.episode > lost.episode);
+}

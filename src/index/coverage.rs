@@ -134,7 +134,7 @@ mod tests {
 
     fn loss(at: Timestamp, observed: bool, deletion_requested: Option<Timestamp>) -> Loss {
         let verdict = Verdict { reason: Reason::LabelDrift, key: "gpu".into(), manager: None, deletion_requested };
-        Loss { verdict, since: Since { at, observed } }
+        Loss { verdict, since: Since { at, observed, generation: 0 } }
     }
 
     #[test]

@@ -38,6 +38,9 @@ struct Since {
     /// The index saw the transition happen live (all caches synced, not replaying a relist),
     /// so `at` is the real moment rather than an upper bound.
     observed: bool,
+    /// The index's generation then: it tells two episodes of one pair apart even within
+    /// a second, so a recovery too short for a reader to see still ends an episode.
+    generation: u64,
 }
 
 /// Tunables of classification.
@@ -221,7 +224,7 @@ impl Index {
     }
 
     fn since(&self) -> Since {
-        Since { at: self.now, observed: self.synced() && !self.replaying }
+        Since { at: self.now, observed: self.synced() && !self.replaying, generation: self.generation }
     }
 
     /// Refresh each (DaemonSet, node) a change touched. `parting`: the pair whose last pod

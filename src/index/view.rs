@@ -57,6 +57,8 @@ pub struct MisscheduledPod<'a> {
     pub since: Timestamp,
     /// The first pod on its node: its reason is the node's reason.
     pub counts_node: bool,
+    /// Tells this episode of the pod's node being misscheduled from an earlier one.
+    pub episode: u64,
 }
 
 /// A node the DaemonSet stopped covering, and why.
@@ -66,6 +68,8 @@ pub struct LostNode<'a> {
     pub verdict: &'a Verdict,
     /// When coverage ended (unix seconds).
     pub since: Timestamp,
+    /// Tells this loss from an earlier one of the same node.
+    pub episode: u64,
 }
 
 impl<'a> DaemonSetView<'a> {
@@ -92,7 +96,12 @@ impl<'a> DaemonSetView<'a> {
         self.state
             .lost
             .iter()
-            .map(|(node, loss)| LostNode { node, verdict: &loss.verdict, since: loss.started() })
+            .map(|(node, loss)| LostNode {
+                node,
+                verdict: &loss.verdict,
+                since: loss.started(),
+                episode: loss.since.generation,
+            })
             .collect()
     }
 
@@ -145,7 +154,15 @@ impl<'a> DaemonSetView<'a> {
                 } else {
                     classification.evidence_since.map_or(since.at, |e| e.min(since.at))
                 };
-                out.push(MisscheduledPod { pod, node: &node.name, classification, since: at, counts_node: i == 0 });
+                let episode = since.generation;
+                out.push(MisscheduledPod {
+                    pod,
+                    node: &node.name,
+                    classification,
+                    since: at,
+                    counts_node: i == 0,
+                    episode,
+                });
             }
         }
         out

@@ -62,6 +62,9 @@ pub struct Notice {
     pub node: Str,
     /// The pod has no controller (the DaemonSet controller adopts it): the fix says so.
     pub orphan: bool,
+    /// Which episode of the verdict this is, as the index tells them apart: a new one with
+    /// the same verdict is a repeat even when no look saw the subject recover in between.
+    pub episode: u64,
 }
 
 /// An Event name is a DNS subdomain (253 characters): the DaemonSet's name, cut to this,
@@ -167,6 +170,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
                 related: None,
                 node: lost.node.clone(),
                 orphan: false,
+                episode: lost.episode,
             });
         }
         for p in view.misscheduled_pods() {
@@ -179,6 +183,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
                 regarding: regarding.clone(),
                 related: Some(Target { id: p.pod.id.clone(), uid: p.pod.uid.to_string() }),
                 node: p.node.clone(),
+                episode: p.episode,
             });
         }
     }
@@ -217,6 +222,7 @@ pub(crate) mod tests {
             related: Some(Target { id: id(format!("agent-{uid}")), uid: uid.to_string() }),
             node: "n1".into(),
             orphan: false,
+            episode: 1,
         }
     }
 

@@ -3,7 +3,7 @@
 //! told from an Event another replica or an earlier run already wrote. Pure: the publisher
 //! (`publish::events`) feeds it the index's notices and the time, and sends what it returns.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::notice::{Notice, Subject, Verdict};
 
@@ -15,20 +15,30 @@ pub const REMEMBER_ENDED_MS: i64 = 60 * 60 * 1000;
 /// the oldest go first under heavier churn than that per hour.
 pub const MAX_ENDED: usize = 100_000;
 
-/// The verdicts already announced, by subject, with their Event ids.
+/// What was announced for a subject.
+#[derive(Debug)]
+struct Announced {
+    verdict: Verdict,
+    /// The Event's id (`Notice::event_id`).
+    id: u64,
+    episode: u64,
+    at_ms: i64,
+}
+
+/// The verdicts already announced, by subject.
 #[derive(Debug, Default)]
 pub struct Transitions {
-    announced: HashMap<Subject, (Verdict, u64)>,
+    announced: HashMap<Subject, Announced>,
     /// Events (by `Notice::event_id`) whose verdict this process saw end (the pod recovered
     /// or its verdict changed), with when (unix ms).
     ended: HashMap<u64, i64>,
 }
 
 impl Transitions {
-    /// The notices whose verdict is new; subjects no longer current are forgotten (see
-    /// `retain_current`), so a pod that recovers and relapses is announced again.
+    /// The notices whose verdict is new; subjects no longer current, or current again in a
+    /// later episode, are forgotten (see `retain_current`), so a relapse is announced again.
     pub fn changed<'a>(&self, current: &'a [Notice]) -> Vec<&'a Notice> {
-        current.iter().filter(|n| self.announced.get(&n.subject).map(|(v, _)| v) != Some(&n.verdict)).collect()
+        current.iter().filter(|n| self.announced.get(&n.subject).map(|a| &a.verdict) != Some(&n.verdict)).collect()
     }
 
     /// Record that `notice` was announced (or will never be: a denied Event is not retried),
@@ -36,22 +46,30 @@ impl Transitions {
     pub fn announced(&mut self, notice: &Notice, now_ms: i64) {
         let id = notice.event_id();
         self.ended.remove(&id);
-        let previous = self.announced.insert(notice.subject.clone(), (notice.verdict.clone(), id));
-        if let Some((_, id)) = previous.filter(|(verdict, _)| *verdict != notice.verdict) {
-            self.ended.insert(id, now_ms);
+        let now = Announced { verdict: notice.verdict.clone(), id, episode: notice.episode, at_ms: now_ms };
+        let previous = self.announced.insert(notice.subject.clone(), now);
+        if let Some(previous) = previous.filter(|a| a.verdict != notice.verdict) {
+            self.ended.insert(previous.id, now_ms);
         }
     }
 
     /// Forget subjects that have nothing to say any more: their verdicts ended `now_ms`.
+    /// A subject current in a later episode than the one announced recovered in between,
+    /// unseen: its episode ended after it was announced.
     pub fn retain_current(&mut self, current: &[Notice], now_ms: i64) {
-        let subjects: HashSet<&Subject> = current.iter().map(|n| &n.subject).collect();
+        let episodes: HashMap<&Subject, u64> = current.iter().map(|n| (&n.subject, n.episode)).collect();
         let ended = &mut self.ended;
-        self.announced.retain(|subject, (_, id)| {
-            let keep = subjects.contains(subject);
-            if !keep {
-                ended.insert(*id, now_ms);
+        self.announced.retain(|subject, a| match episodes.get(subject) {
+            None => {
+                ended.insert(a.id, now_ms);
+                false
             }
-            keep
+            Some(&episode) if episode != a.episode => {
+                // Before any write of the new episode, and after the announced one's.
+                ended.insert(a.id, (a.at_ms + 1).min(now_ms));
+                false
+            }
+            Some(_) => true,
         });
         self.ended.retain(|_, at| now_ms - *at < REMEMBER_ENDED_MS);
         if self.ended.len() > MAX_ENDED {
@@ -130,5 +148,25 @@ mod tests {
         assert!(t.ended.len() <= MAX_ENDED, "{}", t.ended.len());
         assert_eq!(t.ended_at(1_000_000), None, "the oldest went first");
         assert_eq!(t.ended_at(1_000_000 + MAX_ENDED as u64 + 9), Some(10_000 + MAX_ENDED as i64 + 9));
+    }
+
+    #[test]
+    fn a_recovery_no_look_saw_still_makes_the_relapse_a_repeat() {
+        let mut t = Transitions::default();
+        let first = notice(1, Reason::NfdChange, "gpu", Some("nfd-master"));
+        t.announced(&first, 1_000);
+        // The same verdict in the same episode, looked at again: nothing new.
+        t.retain_current(std::slice::from_ref(&first), 1_500);
+        assert!(t.changed(std::slice::from_ref(&first)).is_empty());
+        // The subject recovered and relapsed between two looks: a later episode.
+        let relapse = Notice { episode: first.episode + 1, ..first.clone() };
+        t.retain_current(std::slice::from_ref(&relapse), 2_000);
+        assert_eq!(t.changed(std::slice::from_ref(&relapse)), [&relapse]);
+        // It ended after the first was announced, so an Event written then is the earlier episode.
+        assert_eq!(t.ended_at(relapse.event_id()), Some(1_001));
+        t.announced(&relapse, 2_000);
+        t.retain_current(std::slice::from_ref(&relapse), 2_500);
+        assert!(t.changed(std::slice::from_ref(&relapse)).is_empty());
+        assert_eq!(t.ended_at(relapse.event_id()), None);
     }
 }
