@@ -74,6 +74,8 @@ pub enum Exit {
     Success,
     /// `kubectl misschedule --exit-code`: some pod is misscheduled.
     Misscheduled,
+    /// `kubectl misschedule what-if --exit-code`: some pod would be deleted or misscheduled.
+    WouldDisrupt,
     /// An unexpected failure at run time.
     Runtime,
     /// Unusable configuration: kubeconfig, context, credentials files, flag values.
@@ -90,7 +92,7 @@ impl Exit {
     pub fn code(self) -> u8 {
         match self {
             Exit::Success => 0,
-            Exit::Misscheduled | Exit::Runtime => 1,
+            Exit::Misscheduled | Exit::WouldDisrupt | Exit::Runtime => 1,
             Exit::Config => 3,
             Exit::Unreachable => 4,
             Exit::Snapshot => 5,

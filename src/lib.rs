@@ -23,3 +23,4 @@ pub mod rules;
 pub mod shared;
 pub mod source;
 pub mod telemetry;
+pub mod whatif;

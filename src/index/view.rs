@@ -23,6 +23,23 @@ impl Index {
         views
     }
 
+    /// The DaemonSet `namespace/name`, when the controller syncs it.
+    pub fn daemonset(&self, namespace: &str, name: &str) -> Option<DaemonSetView<'_>> {
+        self.daemonsets().into_iter().find(|v| *v.ds.id.namespace == *namespace && *v.ds.id.name == *name)
+    }
+
+    /// The node `name`, as the rules see it.
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.objects.get(name).map(|n| &**n)
+    }
+
+    /// Every node's name, sorted.
+    pub fn node_names(&self) -> Vec<&Str> {
+        let mut names: Vec<&Str> = self.nodes.objects.keys().collect();
+        names.sort();
+        names
+    }
+
     /// The verdict for `pod` of `ds` on `node`, which `ds` skips as `skip`.
     pub(super) fn classify(&self, ds: &DaemonSet, skip: &Skip, node: &Node, pod: &Pod) -> Classification {
         let origin = self.revision_of(ds, pod).map(|r| &*r.placement);
@@ -117,6 +134,20 @@ impl<'a> DaemonSetView<'a> {
         self.state.skips.contains_key(node)
     }
 
+    /// Why the DaemonSet skips `node` (`NodeShouldRunDaemonPod`); `None` when it should run there.
+    pub fn skip(&self, node: &str) -> Option<&'a Skip> {
+        self.state.skips.get(node)
+    }
+
+    /// The pods the DaemonSet counts on `node`, oldest first, terminating ones included.
+    pub fn pods_on(&self, node: &str) -> Vec<&'a Pod> {
+        let pods = &self.index.pods.objects;
+        let mut on: Vec<&Pod> =
+            self.state.claimed.get(node).into_iter().flatten().filter_map(|uid| pods.get(uid).map(|p| &**p)).collect();
+        on.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+        on
+    }
+
     /// Whether the DaemonSet counts a pod on `node`.
     pub fn has_pod(&self, node: &str) -> bool {
         self.state.claimed.get(node).is_some_and(|pods| !pods.is_empty())
@@ -137,17 +168,10 @@ impl<'a> DaemonSetView<'a> {
         let index = self.index;
         let mut out = Vec::new();
         for (node_name, since) in &self.state.misscheduled {
-            let (Some(node), Some(skip), Some(pod_uids)) = (
-                index.nodes.objects.get(node_name),
-                self.state.skips.get(node_name),
-                self.state.claimed.get(node_name),
-            ) else {
+            let (Some(node), Some(skip)) = (index.nodes.objects.get(node_name), self.state.skips.get(node_name)) else {
                 continue;
             };
-            let mut pods: Vec<&Pod> =
-                pod_uids.iter().filter_map(|uid| index.pods.objects.get(uid).map(|p| &**p)).collect();
-            pods.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
-            for (i, pod) in pods.into_iter().enumerate() {
+            for (i, pod) in self.pods_on(node_name).into_iter().enumerate() {
                 let classification = index.classify(self.ds, skip, node, pod);
                 let at = if since.observed {
                     since.at

@@ -124,7 +124,8 @@ fn render(explanation: &Explanation, wide: bool) -> String {
     out
 }
 
-fn table<const N: usize>(out: &mut String, header: [&str; N], rows: &[[String; N]]) {
+/// An aligned text table, as kubectl prints one: two spaces between columns.
+pub fn table<const N: usize>(out: &mut String, header: [&str; N], rows: &[[String; N]]) {
     let mut widths = header.map(str::len);
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -43,6 +43,19 @@ pub async fn list_into(
     Ok(())
 }
 
+/// The nodes `selector` selects (all when empty), as the watch reads them.
+pub async fn nodes(client: &Client, selector: &str) -> Result<Vec<SlimNode>, ListError> {
+    all(&Api::<SlimNode>::all(client.clone()), "nodes", &ListParams::default().labels(selector)).await
+}
+
+/// The node `name`; `None` when there is none.
+pub async fn node(client: &Client, name: &str) -> Result<Option<SlimNode>, ListError> {
+    Api::<SlimNode>::all(client.clone())
+        .get_opt(name)
+        .await
+        .map_err(|source| ListError::Api { resource: "nodes", source })
+}
+
 async fn all<K>(api: &Api<K>, resource: &'static str, params: &ListParams) -> Result<Vec<K>, ListError>
 where
     K: Indexed + Clone + DeserializeOwned + std::fmt::Debug,

@@ -6,6 +6,7 @@
 mod burst;
 pub mod connect;
 pub mod list;
+pub mod manifest;
 pub mod progress;
 pub mod request;
 pub mod retry;

@@ -137,7 +137,7 @@ const MAX_NAMESPACE: usize = 63;
 const MAX_QUALIFIED_KEY: usize = 253 + 1 + 63;
 const MAX_LABEL_VALUE: usize = 63;
 
-fn check_sizes(value: &Value) -> Result<(), String> {
+pub(super) fn check_sizes(value: &Value) -> Result<(), String> {
     let too_long =
         |what: String, len: usize, max: usize| Err(format!("{what} is {len} bytes; Kubernetes allows at most {max}"));
     let text = |pointer: &str| value.pointer(pointer).and_then(Value::as_str);
@@ -181,12 +181,12 @@ fn abbreviate(s: &str) -> String {
     }
 }
 
-fn typed<T: DeserializeOwned>(value: Value) -> Result<T, String> {
+pub(super) fn typed<T: DeserializeOwned>(value: Value) -> Result<T, String> {
     serde_json::from_value(value).map_err(|e| e.to_string())
 }
 
 /// "Kind namespace/name" for error messages, from whatever the object has.
-fn describe(value: &Value) -> String {
+pub(super) fn describe(value: &Value) -> String {
     let field = |path: &str| value.pointer(path).and_then(Value::as_str);
     let kind = field("/kind").unwrap_or("object");
     let (kind, namespace, name) =
@@ -199,7 +199,7 @@ fn describe(value: &Value) -> String {
 }
 
 /// JSON (one or more concatenated values) when it looks like JSON, else multi-document YAML.
-fn parse_documents(path: &Path, text: &str) -> Result<Vec<Value>, SnapshotError> {
+pub(super) fn parse_documents(path: &Path, text: &str) -> Result<Vec<Value>, SnapshotError> {
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         let mut values = Vec::new();

@@ -1,8 +1,12 @@
 //! `kubectl misschedule`: why DaemonSet pods are misscheduled, as a kubectl plugin.
 //!
 //! Live by default (one list of nodes, DaemonSets, revisions and pods; `--watch` keeps
-//! watching), or `--from-exporter NS/SERVICE` to read a running exporter's `/explain`
-//! through the API server's service proxy instead of building a second cache.
+//! watching), `--snapshot FILE` on a dump, or `--from-exporter NS/SERVICE` to read a
+//! running exporter's `/explain` through the API server's service proxy instead of
+//! building a second cache. `what-if` answers what a change would do before it is made.
+
+mod exporter;
+mod what_if;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -10,64 +14,93 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, anyhow, bail};
-use clap::Parser;
-use k8s_openapi::api::core::v1::Service;
+use anyhow::Context;
+use clap::{Parser, Subcommand};
 use misschedule_exporter::cli::{self, Classification, Exit, LogFormat};
 use misschedule_exporter::clock::unix_now;
+use misschedule_exporter::index::Index;
 use misschedule_exporter::report::explain::{self, Explanation, Selection};
 use misschedule_exporter::report::text::{self, Output};
 use misschedule_exporter::shared::Shared;
+use misschedule_exporter::source::snapshot::Snapshot;
 use misschedule_exporter::source::{connect, list, watch};
 use misschedule_exporter::telemetry::Telemetry;
 
+use self::exporter::ExporterService;
+
 /// Why DaemonSet pods are misscheduled: pod, node, reason, the label or taint key, who
-/// changed it, and a suggested fix.
+/// changed it, and a suggested fix. `what-if` tells what a change would do first.
 #[derive(Debug, Parser)]
 #[command(name = "kubectl misschedule", bin_name = "kubectl misschedule", version)]
 struct Cli {
-    /// Namespace of the DaemonSets (default: the kubeconfig context's).
-    #[arg(short = 'n', long)]
-    namespace: Option<String>,
-
-    /// DaemonSets in every namespace.
-    #[arg(short = 'A', long = "all-namespaces", conflicts_with = "namespace")]
-    all_namespaces: bool,
-
-    /// Only this DaemonSet.
-    #[arg(long)]
-    daemonset: Option<String>,
-
-    /// Kubeconfig context to use.
-    #[arg(long)]
-    context: Option<String>,
-
-    /// Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    scope: Scope,
 
     /// Output format: table, wide (with the suggested fix and the nodes each DaemonSet
-    /// skips), or the whole explanation as json or yaml.
-    #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
+    /// skips), or the whole answer as json or yaml.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Table, global = true)]
     output: Output,
 
-    /// Keep watching, and print again whenever the answer changes.
-    #[arg(short = 'w', long)]
-    watch: bool,
-
-    /// Exit with 1 when any pod is misscheduled (for scripts).
-    #[arg(long)]
+    /// Exit with 1 when any pod is misscheduled (what-if: would be deleted or
+    /// misscheduled), for scripts and pre-merge checks.
+    #[arg(long, global = true)]
     exit_code: bool,
+
+    /// Keep watching, and print again whenever the answer changes.
+    #[arg(short = 'w', long, conflicts_with = "snapshot")]
+    watch: bool,
 
     /// Read a running exporter's /explain through the API server's service proxy
     /// (NAMESPACE/SERVICE, optionally :PORT) instead of listing the cluster. The exporter
     /// classifies with its own flags; --drain-taint-keys, --nfd-managers and --pod-selector
     /// apply only to a live answer.
-    #[arg(long, value_name = "NAMESPACE/SERVICE[:PORT]")]
+    #[arg(long, value_name = "NAMESPACE/SERVICE[:PORT]", conflicts_with = "snapshot")]
     from_exporter: Option<String>,
 
     #[command(flatten)]
     classification: Classification,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// Which DaemonSets, and where the cluster is read from: every command takes these.
+#[derive(Debug, clap::Args)]
+struct Scope {
+    /// Namespace of the DaemonSets (default: the kubeconfig context's; with --snapshot,
+    /// all; what-if label and taint: all).
+    #[arg(short = 'n', long, global = true)]
+    namespace: Option<String>,
+
+    /// DaemonSets in every namespace.
+    #[arg(short = 'A', long = "all-namespaces", conflicts_with = "namespace", global = true)]
+    all_namespaces: bool,
+
+    /// Only this DaemonSet.
+    #[arg(long, global = true)]
+    daemonset: Option<String>,
+
+    /// Kubeconfig context to use.
+    #[arg(long, global = true)]
+    context: Option<String>,
+
+    /// Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, global = true)]
+    kubeconfig: Option<PathBuf>,
+
+    /// Answer from files instead of the cluster, offline: the output of `kubectl get
+    /// nodes,daemonsets,controllerrevisions,pods -A -o json --show-managed-fields`
+    /// (or -o yaml). Repeat, or separate with commas.
+    #[arg(long, value_delimiter = ',', global = true)]
+    snapshot: Vec<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// What a change would do to daemon pods, before you make it: which the DaemonSet
+    /// controller would delete, leave misscheduled, count again or create. Never writes.
+    #[command(name = "what-if", subcommand)]
+    WhatIf(what_if::Change),
 }
 
 type Failure = (Exit, anyhow::Error);
@@ -84,15 +117,28 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<Exit, Failure> {
-    let config =
-        connect::config(cli.kubeconfig.as_deref(), cli.context.as_deref()).await.map_err(cli::connect_failure)?;
-    let namespace = if cli.all_namespaces {
+    if let Some(Command::WhatIf(change)) = &cli.command {
+        if cli.watch || cli.from_exporter.is_some() {
+            let flag = if cli.watch { "--watch" } else { "--from-exporter" };
+            return Err((Exit::Config, anyhow::anyhow!("{flag} does not apply to what-if")));
+        }
+        return what_if::run(&cli, change).await;
+    }
+    if !cli.scope.snapshot.is_empty() {
+        let selection = Selection { namespace: cli.scope.namespace.clone(), daemonset: cli.scope.daemonset.clone() };
+        let index = from_snapshot(&cli, selection.namespace())?;
+        return answer(&cli, &explain::explain(&index, &selection, unix_now()));
+    }
+    let config = connect::config(cli.scope.kubeconfig.as_deref(), cli.scope.context.as_deref())
+        .await
+        .map_err(cli::connect_failure)?;
+    let namespace = if cli.scope.all_namespaces {
         None
     } else {
-        Some(cli.namespace.clone().unwrap_or_else(|| config.default_namespace.clone()))
+        Some(cli.scope.namespace.clone().unwrap_or_else(|| config.default_namespace.clone()))
     };
     let client = connect::client(config).await.map_err(cli::connect_failure)?;
-    let selection = Selection { namespace, daemonset: cli.daemonset.clone() };
+    let selection = Selection { namespace, daemonset: cli.scope.daemonset.clone() };
 
     if let Some(target) = &cli.from_exporter {
         let target = ExporterService::parse(target).map_err(|e| (Exit::Config, e))?;
@@ -139,6 +185,27 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
     Ok(Exit::Success)
 }
 
+/// The index of the snapshot files, with the DaemonSets, revisions and pods of `namespace`
+/// (or all).
+fn from_snapshot(cli: &Cli, namespace: Option<&str>) -> Result<Index, Failure> {
+    let snapshot = Snapshot::read_files(&cli.scope.snapshot).map_err(|e| (Exit::Snapshot, e.into()))?;
+    snapshot_index(cli, snapshot, namespace)
+}
+
+fn snapshot_index(cli: &Cli, snapshot: Snapshot, namespace: Option<&str>) -> Result<Index, Failure> {
+    let mut index = fresh_index(cli, namespace);
+    let namespaces: Vec<String> = namespace.into_iter().map(str::to_owned).collect();
+    snapshot.load_into(&mut index, &namespaces).map_err(|e| (Exit::Snapshot, e.into()))?;
+    Ok(index)
+}
+
+/// An empty index that classifies by the flags, for one namespace or all.
+fn fresh_index(cli: &Cli, namespace: Option<&str>) -> Index {
+    let mut index = cli.classification.index(usize::from(namespace.is_some()));
+    index.set_now(unix_now());
+    index
+}
+
 /// Print the answer; with `--exit-code`, exit 1 when some pod is misscheduled.
 fn answer(cli: &Cli, explanation: &Explanation) -> Result<Exit, Failure> {
     print!("{}", text::print(explanation, cli.output).map_err(|e| (Exit::Runtime, e.into()))?);
@@ -180,63 +247,4 @@ impl Screen {
         self.shown = Some(explanation);
         Ok(true)
     }
-}
-
-/// A running exporter's Service, reached through the API server's service proxy
-/// (`get` on `services/proxy` in its namespace is all the caller needs).
-struct ExporterService {
-    namespace: String,
-    /// `NAME` or `NAME:PORT`, as the proxy path takes it.
-    service: String,
-}
-
-impl ExporterService {
-    fn parse(target: &str) -> anyhow::Result<Self> {
-        let Some((namespace, service)) = target.split_once('/') else {
-            bail!("--from-exporter {target:?}: expected NAMESPACE/SERVICE[:PORT]");
-        };
-        if namespace.is_empty() || service.is_empty() || service.contains('/') {
-            bail!("--from-exporter {target:?}: expected NAMESPACE/SERVICE[:PORT]");
-        }
-        Ok(Self { namespace: namespace.to_owned(), service: service.to_owned() })
-    }
-
-    /// `NAME:PORT`: the proxy matches endpoints by port name, so a named port (the chart's
-    /// `http-metrics`) must be given; without one, the Service's first port.
-    async fn with_port(&self, client: &kube::Client) -> anyhow::Result<String> {
-        if self.service.contains(':') {
-            return Ok(self.service.clone());
-        }
-        let services: kube::Api<Service> = kube::Api::namespaced(client.clone(), &self.namespace);
-        let service = services
-            .get(&self.service)
-            .await
-            .with_context(|| format!("cannot read service {}/{}", self.namespace, self.service))?;
-        let port = service.spec.and_then(|s| s.ports).and_then(|p| p.into_iter().next());
-        let Some(port) = port else { bail!("service {}/{} has no port", self.namespace, self.service) };
-        Ok(format!("{}:{}", self.service, port.name.unwrap_or_else(|| port.port.to_string())))
-    }
-
-    async fn explain(&self, client: &kube::Client, selection: &Selection) -> anyhow::Result<Explanation> {
-        let service = self.with_port(client).await?;
-        let path =
-            format!("/api/v1/namespaces/{}/services/{service}/proxy/explain?{}", self.namespace, selection.to_query());
-        let request = axum::http::Request::get(&path).body(Vec::new()).map_err(|e| anyhow!(e))?;
-        let body = client
-            .request_text(request)
-            .await
-            .with_context(|| format!("cannot read /explain from service {}/{}", self.namespace, self.service))?;
-        serde_json::from_str(&body).with_context(|| {
-            format!(
-                "service {}/{} did not answer with an explanation: {}",
-                self.namespace,
-                self.service,
-                first_line(&body)
-            )
-        })
-    }
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or_default()
 }

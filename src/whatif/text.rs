@@ -1,0 +1,82 @@
+//! The answer as `-o` says: tables that name what was checked, or the object as JSON or YAML.
+
+use super::{Answer, Row};
+use crate::report::text::{Output, OutputError, table};
+
+pub fn print(answer: &Answer, output: Output) -> Result<String, OutputError> {
+    Ok(match output {
+        Output::Table => render(answer, false),
+        Output::Wide => render(answer, true),
+        Output::Json => serde_json::to_string_pretty(answer)? + "\n",
+        Output::Yaml => serde_saphyr::to_string(answer)?,
+    })
+}
+
+fn render(answer: &Answer, wide: bool) -> String {
+    let looked = &answer.looked_at;
+    let scope = match (&looked.daemonset, &looked.namespace) {
+        (Some(ds), Some(ns)) => format!("DaemonSet {ns}/{ds}"),
+        (Some(ds), None) => format!("DaemonSets named {ds} in all namespaces"),
+        (None, Some(ns)) => format!("DaemonSets in namespace {ns}"),
+        (None, None) => "DaemonSets in all namespaces".to_owned(),
+    };
+    let mut out = format!(
+        "What-if {}: {} {scope} on {} {}, from {}.\n",
+        looked.change,
+        looked.daemonsets,
+        looked.nodes,
+        if looked.nodes == 1 { "node" } else { "nodes" },
+        looked.source
+    );
+    if answer.changes.is_empty() {
+        out.push_str("No daemon pod would be deleted, misscheduled, recovered or created.\n");
+    } else {
+        let row = |r: &Row| {
+            [
+                r.namespace.clone(),
+                r.daemonset.clone(),
+                r.node.clone(),
+                if r.pod.is_empty() { "-".to_owned() } else { r.pod.clone() },
+                r.effect.as_str().to_owned(),
+                r.reason.clone(),
+                r.key.clone(),
+                r.effect.meaning().to_owned(),
+            ]
+        };
+        let header = ["NAMESPACE", "DAEMONSET", "NODE", "POD", "EFFECT", "REASON", "KEY", "WHAT THE CONTROLLER DOES"];
+        out.push('\n');
+        if wide {
+            table(&mut out, header, &answer.changes.iter().map(row).collect::<Vec<_>>());
+        } else {
+            let rows: Vec<[String; 7]> = answer
+                .changes
+                .iter()
+                .map(|r| {
+                    let [a, b, c, d, e, f, g, _] = row(r);
+                    [a, b, c, d, e, f, g]
+                })
+                .collect();
+            let [a, b, c, d, e, f, g, _] = header;
+            table(&mut out, [a, b, c, d, e, f, g], &rows);
+        }
+    }
+    if !answer.terminating.is_empty() {
+        out.push_str("\nAlready terminating (no change: the controller acts there once they are gone):\n");
+        let rows: Vec<[String; 4]> = answer
+            .terminating
+            .iter()
+            .map(|t| [t.namespace.clone(), t.daemonset.clone(), t.node.clone(), t.pod.clone()])
+            .collect();
+        table(&mut out, ["NAMESPACE", "DAEMONSET", "NODE", "POD"], &rows);
+    }
+    if !answer.desired.is_empty() {
+        out.push_str("\nDesired (nodes each DaemonSet should run on):\n");
+        let rows: Vec<[String; 3]> = answer
+            .desired
+            .iter()
+            .map(|d| [d.namespace.clone(), d.daemonset.clone(), format!("{} -> {}", d.before, d.after)])
+            .collect();
+        table(&mut out, ["NAMESPACE", "DAEMONSET", "DESIRED"], &rows);
+    }
+    out
+}
