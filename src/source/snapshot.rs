@@ -219,7 +219,8 @@ pub(super) fn parse_documents(path: &Path, text: &str) -> Result<Vec<Value>, Sna
     let documents: Vec<Value> = serde_saphyr::from_multiple(trimmed).map_err(|e| SnapshotError::Syntax {
         path: path.to_owned(),
         format: "YAML",
-        message: e.to_string(),
+        // The parser adds a drawing of the line after the first; an error is one line.
+        message: e.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_owned(),
     })?;
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
 }
