@@ -21,7 +21,7 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 use support::cluster::*;
-use support::plugin::{expose_exporter, kubectl_plugin};
+use support::plugin::{expose_exporter, kubectl, kubectl_plugin};
 
 mod support;
 
@@ -302,12 +302,6 @@ fn explain_live(kubeconfig: &str) {
 
 fn rows_on_all(ds: &str, reason: &str, key: &str) -> BTreeSet<Row> {
     NODES.iter().map(|n| row(ds, n, reason, key)).collect()
-}
-
-/// `kubectl` (the one on the machine) as the admin, with these arguments.
-fn kubectl(kubeconfig: &str, args: &[&str]) {
-    let out = Command::new("kubectl").arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("kubectl");
-    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// (daemonset, node, reason, key, manager) of every daemonset_misscheduled_pod_info series.

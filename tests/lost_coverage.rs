@@ -7,7 +7,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use support::browser;
 use support::cluster::*;
 use support::kubelet::Kubelet;
-use support::plugin::{expose_exporter, kubectl_plugin};
+use support::plugin::{expose_exporter, kubectl, kubectl_plugin};
 
 const GPU: &str = "feature.node.kubernetes.io/pci-10de.present";
 
@@ -75,11 +75,6 @@ async fn node_lost_events(admin: &Cluster) -> Vec<(String, String, i32)> {
             (ds, e.note.unwrap_or_default(), e.series.map_or(1, |s| s.count))
         })
         .collect()
-}
-
-fn kubectl(kubeconfig: &str, args: &[&str]) {
-    let out = Command::new("kubectl").arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("kubectl");
-    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 struct Lab {

@@ -9,6 +9,12 @@ use serde_json::json;
 
 use super::cluster::{Cluster, NS};
 
+/// `kubectl` (the one on the machine) with these arguments; it must succeed.
+pub fn kubectl(kubeconfig: &str, args: &[&str]) {
+    let out = Command::new("kubectl").arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("kubectl");
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// `kubectl misschedule --kubeconfig KUBECONFIG`, with the built plugin first on PATH.
 pub fn kubectl_plugin(kubeconfig: &str) -> Command {
     let plugin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-misschedule")).parent().unwrap();
