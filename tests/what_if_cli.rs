@@ -179,3 +179,29 @@ fn bad_input_is_one_clear_line_and_a_non_zero_exit() {
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "error: --watch does not apply to what-if\n");
 }
+
+#[test]
+fn the_documented_commands_print_what_the_docs_show() {
+    let read = |file: &str| std::fs::read_to_string(format!("{}/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    // The samples: `$ kubectl misschedule what-if ...` and its output, up to the end of the block.
+    for file in ["docs/what-if.md", "README.md"] {
+        let text = read(file);
+        let (_, sample) = text.split_once("$ kubectl misschedule what-if").unwrap_or_else(|| panic!("a sample in {file}"));
+        let (command, rest) = sample.split_once('\n').unwrap();
+        let shown = rest.split("```").next().unwrap();
+        let args: Vec<&str> = ["what-if"].into_iter().chain(command.split_whitespace()).collect();
+        let out = plugin(&args);
+        assert!(out.status.success(), "{command}");
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), shown, "{file} shows another output for {command}");
+    }
+    let doc = read("docs/what-if.md");
+    // Every offline command it suggests runs.
+    let offline: Vec<&str> =
+        doc.lines().filter(|l| l.starts_with("kubectl misschedule what-if") && l.contains("--snapshot examples/")).collect();
+    assert!(offline.len() >= 3, "{offline:?}");
+    for line in offline {
+        let args: Vec<&str> = line.split_whitespace().skip(2).collect();
+        let out = plugin(&args);
+        assert!(matches!(out.status.code(), Some(0 | 1)) && !out.stdout.is_empty(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

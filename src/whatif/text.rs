@@ -14,20 +14,20 @@ pub fn print(answer: &Answer, output: Output) -> Result<String, OutputError> {
 
 fn render(answer: &Answer, wide: bool) -> String {
     let looked = &answer.looked_at;
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let daemonsets = plural(looked.daemonsets, "DaemonSet", "DaemonSets");
     let scope = match (&looked.daemonset, &looked.namespace) {
-        (Some(ds), Some(ns)) => format!("DaemonSet {ns}/{ds}"),
-        (Some(ds), None) => format!("DaemonSets named {ds} in all namespaces"),
-        (None, Some(ns)) => format!("DaemonSets in namespace {ns}"),
-        (None, None) => "DaemonSets in all namespaces".to_owned(),
+        (Some(ds), Some(ns)) => format!("{daemonsets} ({ns}/{ds})"),
+        (Some(ds), None) => format!("{daemonsets} named {ds} in all namespaces"),
+        (None, Some(ns)) => format!("{daemonsets} in namespace {ns}"),
+        (None, None) => format!("{daemonsets} in all namespaces"),
     };
-    let mut out = format!(
-        "What-if {}: {} {scope} on {} {}, from {}.\n",
-        looked.change,
-        looked.daemonsets,
-        looked.nodes,
-        if looked.nodes == 1 { "node" } else { "nodes" },
-        looked.source
-    );
+    let nodes = plural(looked.nodes, "node", "nodes");
+    let mut out = format!("What-if {}: {scope} on {nodes}, from {}.\n", looked.change, looked.source);
+    if looked.daemonsets == 0 || looked.nodes == 0 {
+        out.push_str("Nothing to check: no DaemonSet or no node matched; widen -n, --daemonset or the node selection.\n");
+        return out;
+    }
     if answer.changes.is_empty() {
         out.push_str("No daemon pod would be deleted, misscheduled, recovered or created.\n");
     } else {
