@@ -186,7 +186,8 @@ fn the_documented_commands_print_what_the_docs_show() {
     // The samples: `$ kubectl misschedule what-if ...` and its output, up to the end of the block.
     for file in ["docs/what-if.md", "README.md"] {
         let text = read(file);
-        let (_, sample) = text.split_once("$ kubectl misschedule what-if").unwrap_or_else(|| panic!("a sample in {file}"));
+        let (_, sample) =
+            text.split_once("$ kubectl misschedule what-if").unwrap_or_else(|| panic!("a sample in {file}"));
         let (command, rest) = sample.split_once('\n').unwrap();
         let shown = rest.split("```").next().unwrap();
         let args: Vec<&str> = ["what-if"].into_iter().chain(command.split_whitespace()).collect();
@@ -196,12 +197,18 @@ fn the_documented_commands_print_what_the_docs_show() {
     }
     let doc = read("docs/what-if.md");
     // Every offline command it suggests runs.
-    let offline: Vec<&str> =
-        doc.lines().filter(|l| l.starts_with("kubectl misschedule what-if") && l.contains("--snapshot examples/")).collect();
+    let offline: Vec<&str> = doc
+        .lines()
+        .filter(|l| l.starts_with("kubectl misschedule what-if") && l.contains("--snapshot examples/"))
+        .collect();
     assert!(offline.len() >= 3, "{offline:?}");
     for line in offline {
         let args: Vec<&str> = line.split_whitespace().skip(2).collect();
         let out = plugin(&args);
-        assert!(matches!(out.status.code(), Some(0 | 1)) && !out.stdout.is_empty(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)) && !out.stdout.is_empty(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

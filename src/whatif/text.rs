@@ -25,7 +25,9 @@ fn render(answer: &Answer, wide: bool) -> String {
     let nodes = plural(looked.nodes, "node", "nodes");
     let mut out = format!("What-if {}: {scope} on {nodes}, from {}.\n", looked.change, looked.source);
     if looked.daemonsets == 0 || looked.nodes == 0 {
-        out.push_str("Nothing to check: no DaemonSet or no node matched; widen -n, --daemonset or the node selection.\n");
+        out.push_str(
+            "Nothing to check: no DaemonSet or no node matched; widen -n, --daemonset or the node selection.\n",
+        );
         return out;
     }
     if answer.changes.is_empty() {
