@@ -69,7 +69,9 @@ spec:
     (KubeDaemonSetMisScheduled), each with its node, the reason (autoscaler drain, a
     changed DaemonSet, a node-feature-discovery label, an added taint, label drift), the
     label or taint behind it, who changed it (the field manager) and a suggested fix.
-    Live from the API server, or from a running misschedule-exporter with --from-exporter.
+    Live from the API server, from a snapshot, or from a running misschedule-exporter
+    with --from-exporter. `kubectl misschedule what-if label|taint|apply -f` says which
+    daemon pods a change would delete or strand, before you make it.
   caveats: |
     Live, it needs get and list on nodes, daemonsets, controllerrevisions and pods.
     With --from-exporter NS/SERVICE it needs only get on services and services/proxy.

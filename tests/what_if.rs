@@ -322,3 +322,56 @@ fn what_the_api_server_would_refuse_is_refused() {
     let twice = vec![manifest(daemonset("agent", json!({}))), manifest(daemonset("agent", json!({})))];
     assert!(simulate::daemonsets(&mut index, twice).unwrap_err().to_string().contains("is given twice"));
 }
+
+#[test]
+fn kubectl_syntax_and_checks() {
+    use misschedule_exporter::whatif::edit::split_args;
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let targets =
+        split_args(&args(&["node", "n1", "node/n2", "n1", "a=b", "c-"]), LabelEdit::is_change, "label").unwrap();
+    assert_eq!((targets.nodes, targets.changes), (args(&["n1", "n2"]), args(&["a=b", "c-"])));
+    let error = split_args(&args(&["n1", "a=b", "n2"]), LabelEdit::is_change, "label").unwrap_err();
+    assert_eq!(error.to_string(), "all resources must be specified before label changes: n2");
+    assert!(split_args(&args(&["pod/p1", "a=b"]), LabelEdit::is_change, "label").is_err());
+    // `key:Effect` is a taint change, not a node.
+    let targets = split_args(&args(&["n1", "k:NoSchedule"]), TaintEdit::is_change, "taint").unwrap();
+    assert_eq!(targets.changes, args(&["k:NoSchedule"]));
+
+    let label_error = |specs: &[&str]| LabelEdit::parse(&args(specs)).unwrap_err().to_string();
+    assert_eq!(label_error(&["a=b", "a-"]), "can not both modify and remove a label in the same command");
+    assert_eq!(label_error(&["a=b=c"]), "invalid label spec: a=b=c");
+    assert!(label_error(&["a=-x"]).starts_with("invalid label value: \"a=-x\""));
+    let taint_error = |specs: &[&str]| TaintEdit::parse(&args(specs)).unwrap_err().to_string();
+    assert_eq!(
+        taint_error(&["k=v:NoSchedule", "k:NoSchedule-"]),
+        "can not both modify and remove the following taint(s) in the same command: k=v:NoSchedule"
+    );
+    assert!(taint_error(&["k=v"]).starts_with("invalid taint spec: k=v, a key is"));
+    assert_eq!(taint_error(&["k:Nope"]), "invalid taint effect: Nope, unsupported taint effect");
+    assert_eq!(taint_error(&["a:b:NoSchedule"]), "invalid taint spec: a:b:NoSchedule");
+
+    // Applied to a node: kubectl's order (new taints first), its overwrite rule, and the
+    // field ownership the API server would record.
+    let n1: SlimNode = node("n1", &[("zone", "a")], &["old=x:NoSchedule", "k=v:NoExecute"]).into();
+    let edit = TaintEdit::parse(&args(&["k=w:NoExecute", "new:NoSchedule"])).unwrap();
+    assert_eq!(
+        edit.apply(&n1, false, TAINT_MANAGER, NOW).unwrap_err().to_string(),
+        "node n1 already has [k] taint(s) with same effect(s) and --overwrite is false"
+    );
+    let edited = edit.apply(&n1, true, TAINT_MANAGER, NOW).unwrap();
+    let taints: Vec<String> = edited
+        .taints()
+        .iter()
+        .map(|t| format!("{}={}:{}", t.key, t.value.as_deref().unwrap_or(""), t.effect))
+        .collect();
+    assert_eq!(taints, ["k=w:NoExecute", "new=:NoSchedule", "old=x:NoSchedule"]);
+    let owners: Vec<_> =
+        edited.metadata.managed_fields.iter().flatten().map(|e| (e.manager.clone(), e.operation.clone())).collect();
+    assert_eq!(owners, [(Some(TAINT_MANAGER.into()), Some("Update".into()))]);
+    let removal = TaintEdit::parse(&args(&["k-"])).unwrap().apply(&n1, false, TAINT_MANAGER, NOW).unwrap();
+    assert_eq!(removal.taints().len(), 1, "every effect of k goes");
+    let (relabelled, warnings) =
+        LabelEdit::parse(&args(&["zone=b", "gone-"])).unwrap().apply(&n1, true, LABEL_MANAGER, NOW).unwrap();
+    assert_eq!(relabelled.metadata.labels.unwrap()["zone"], "b");
+    assert_eq!(warnings, ["node n1: label \"gone\" not found."]);
+}

@@ -160,6 +160,11 @@ fn bad_input_is_one_clear_line_and_a_non_zero_exit() {
         (vec!["taint", "n1", "absent-"], 3, "taint \"absent\" not found"),
         (vec!["label", "n9", "disk=ssd"], 3, "nodes \"n9\" not found in the snapshot"),
         (vec!["label", "n1", "zone=b"], 3, "'zone' already has a value (a), and --overwrite is false"),
+        (
+            vec!["taint", "n1", "a=1:NoSchedule", "a=2:NoSchedule"],
+            3,
+            "duplicated taints with the same key and effect: a=2:NoSchedule",
+        ),
         (vec!["label", "n1", "disk=ssd", "n2"], 3, "all resources must be specified before label changes: n2"),
         (vec!["label", "n1"], 3, "at least one label update is required"),
         (vec!["label", "n1", "-l", "zone=a", "disk-"], 3, "name cannot be provided when a selector is specified"),

@@ -17,12 +17,13 @@ pub fn human_age(seconds: i64) -> String {
 /// How `explain -o` and `kubectl misschedule -o` print an explanation: one meaning each.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
-    /// The pods: namespace, DaemonSet, pod, node, reason, key, manager, age.
+    /// The rows: the misscheduled pods (what-if: the pairs the change moves).
     #[default]
     Table,
-    /// The pods with the suggested fix, then the nodes each DaemonSet skips.
+    /// More: the suggested fix and the nodes each DaemonSet skips (what-if: what the
+    /// controller does).
     Wide,
-    /// The whole explanation as JSON (the object `GET /explain` serves).
+    /// The whole answer as JSON (the object `GET /explain` serves).
     Json,
     /// The same as YAML.
     Yaml,

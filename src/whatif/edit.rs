@@ -46,7 +46,7 @@ pub fn split_args(args: &[String], is_change: impl Fn(&str) -> bool, what: &str)
     if nodes.first().is_some_and(|first| ["node", "nodes", "no"].contains(&first.as_str())) {
         nodes.remove(0);
     }
-    let nodes = nodes
+    let mut nodes: Vec<String> = nodes
         .into_iter()
         .map(|n| match n.split_once('/') {
             Some(("node" | "nodes" | "no", name)) if !name.is_empty() => Ok(name.to_owned()),
@@ -54,6 +54,9 @@ pub fn split_args(args: &[String], is_change: impl Fn(&str) -> bool, what: &str)
             None => Ok(n),
         })
         .collect::<Result<_, _>>()?;
+    // A node named twice is changed once, as kubectl does.
+    let mut seen = std::collections::HashSet::new();
+    nodes.retain(|n| seen.insert(n.clone()));
     Ok(Targets { nodes, changes })
 }
 
@@ -226,7 +229,8 @@ impl TaintEdit {
                 self.add.iter().filter(|t| old.iter().any(|o| same(o, t))).map(|t| t.key.as_str()).collect();
             if !existing.is_empty() {
                 return refuse(format!(
-                    "node {name} already has {existing:?} taint(s) with same effect(s) and --overwrite is false"
+                    "node {name} already has [{}] taint(s) with same effect(s) and --overwrite is false",
+                    existing.join(" ")
                 ));
             }
         }
