@@ -70,7 +70,7 @@ spec:
     changed DaemonSet, a node-feature-discovery label, an added taint, label drift), the
     label or taint behind it, who changed it (the field manager) and a suggested fix.
     Live from the API server, from a snapshot, or from a running misschedule-exporter
-    with --from-exporter. `kubectl misschedule what-if label|taint|apply -f` says which
+    with --from-exporter. "kubectl misschedule what-if label|taint|apply -f" says which
     daemon pods a change would delete or strand, before you make it.
   caveats: |
     Live, it needs get and list on nodes, daemonsets, controllerrevisions and pods.
