@@ -29,10 +29,13 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 use misschedule_exporter::index::{Index, Indexed};
 use misschedule_exporter::k8s::slim::{SlimNode, SlimPod};
+use misschedule_exporter::report::explain::Selection;
 use misschedule_exporter::report::format::Format;
 use misschedule_exporter::report::metrics;
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::telemetry::Telemetry;
+use misschedule_exporter::whatif::edit::{LABEL_MANAGER, LabelEdit, TAINT_MANAGER, TaintEdit};
+use misschedule_exporter::whatif::{Effect, simulate};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use synth::Shape;
@@ -615,6 +618,8 @@ fn main() {
         .target("≥ 500,000/s", rate >= targets.events_per_second),
     );
 
+    what_if(&mut index, &shape, &mut rows);
+
     println!(
         "Scale: {} nodes, {} DaemonSets, {} pods, {} misscheduled pods\n",
         shape.nodes, shape.daemonsets, pods, misscheduled
@@ -629,4 +634,45 @@ fn main() {
     if opts.smoke {
         println!("\nsmoke run: results checked, targets not enforced at this size");
     }
+}
+
+/// `kubectl misschedule what-if` on the synced index, after the cluster was listed (what
+/// the plugin adds to a plain answer): one node tainted NoExecute; every node relabelled
+/// with a key no DaemonSet reads, the most nodes a change can touch; and one DaemonSet's
+/// selector narrowed so that none of its nodes fits, every node compared.
+fn what_if(index: &mut Index, shape: &Shape, rows: &mut Vec<Row>) {
+    let selection = Selection::default();
+    let node = |i: usize| decoded::<SlimNode>(&shape.node(i));
+    let taint = TaintEdit::parse(&["bench.example/evict=x:NoExecute".to_owned()]).unwrap();
+    let current = vec![node(0)];
+    let edited = vec![taint.apply(&current[0], false, TAINT_MANAGER, 1_780_000_100).unwrap()];
+    let started = Instant::now();
+    let outcome = simulate::nodes(index, &selection, current, edited).unwrap();
+    let one = started.elapsed();
+    // Every agent on the node is deleted, but those that tolerate every taint.
+    let deletes = outcome.changes.iter().filter(|r| r.effect == Effect::Delete).count();
+    assert!(deletes > 0 && deletes == outcome.changes.len(), "{:?}", outcome.changes);
+    rows.push(Row::new("what-if: taint one node NoExecute", ms(one), format!("{:.1} ms", ms(one))));
+
+    let label = LabelEdit::parse(&["bench.example/what-if=yes".to_owned()]).unwrap();
+    let current: Vec<SlimNode> = (1..shape.nodes).map(node).collect();
+    let edited = current.iter().map(|n| label.apply(n, false, LABEL_MANAGER, 1_780_000_100).unwrap().0).collect();
+    let started = Instant::now();
+    let outcome = simulate::nodes(index, &selection, current, edited).unwrap();
+    let all = started.elapsed();
+    assert!(outcome.changes.is_empty(), "a label no DaemonSet reads changes nothing");
+    let shown = format!("{:.2} s ({} nodes × {} DaemonSets)", all.as_secs_f64(), shape.nodes - 1, shape.daemonsets);
+    rows.push(Row::new("what-if: label every node (-l or --all)", all.as_secs_f64(), shown));
+
+    let mut narrowed = shape.daemonset(0);
+    narrowed.metadata.uid = None;
+    narrowed.status = None;
+    let template = narrowed.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
+    template.node_selector.get_or_insert_default().insert("bench.example/pool".into(), "none".into());
+    let started = Instant::now();
+    let outcome = simulate::daemonsets(index, vec![narrowed]).unwrap();
+    let apply = started.elapsed();
+    assert!(outcome.changes.len() >= shape.nodes - 1 - shape.nodes / 100, "{} rows", outcome.changes.len());
+    let shown = format!("{:.2} s ({} rows)", apply.as_secs_f64(), outcome.changes.len());
+    rows.push(Row::new("what-if: apply -f one DaemonSet that leaves every node", apply.as_secs_f64(), shown));
 }
