@@ -16,7 +16,7 @@ use crate::k8s::slim::SlimNode;
 use crate::model::interner::Interner;
 use crate::model::{ObjectRef, Str, Uid};
 use crate::report::explain::Selection;
-use crate::rules::eligibility::selector_matches;
+use crate::rules::eligibility::{Skip, selector_matches};
 
 /// What a change does: the rows, and desired before and after per DaemonSet it concerns.
 #[derive(Debug, Default)]
@@ -56,8 +56,7 @@ pub fn nodes(
     for node in edited {
         index.apply(Event::Apply(node))?;
     }
-    let after = capture(index, &scope, &names);
-    let mut outcome = diff(&scope, &names, &before, &after);
+    let mut outcome = diff(index, &scope, &names, &before);
     outcome.desired.retain(|d| d.before != d.after || outcome.changes.iter().any(|r| r.concerns(d)));
     Ok(outcome)
 }
@@ -76,8 +75,7 @@ pub fn daemonsets(index: &mut Index, manifests: Vec<DaemonSet>) -> Result<Outcom
     for manifest in placed {
         index.apply(Event::Apply(manifest))?;
     }
-    let after = capture(index, &scope, &names);
-    Ok(diff(&scope, &names, &before, &after))
+    Ok(diff(index, &scope, &names, &before))
 }
 
 /// Give `manifest` the identity of the DaemonSet it would update (or a new one), and
@@ -116,70 +114,61 @@ fn check(index: &Index, manifest: &mut DaemonSet, seen: &[ObjectRef]) -> Result<
     Ok(id)
 }
 
-/// One side of the change for one DaemonSet: `None` when it does not exist (yet).
-struct Side {
+/// The reason and key a row gives.
+type Why = (&'static str, Str);
+
+/// One DaemonSet before the change: only what the diff needs, so that a change to every
+/// node of a large cluster keeps a few bytes per pair, not the pods.
+struct Before {
     desired: usize,
-    pairs: Vec<Pair>,
+    /// Per node asked about: the controller's answer, and why it skips the node.
+    pairs: Vec<(Fit, Option<Why>)>,
+    /// The misscheduled pods' reason and key: what a pod that recovers had.
+    verdicts: HashMap<Uid, Why>,
 }
 
-/// One (DaemonSet, node) pair.
-struct Pair {
-    fit: Fit,
-    /// Why the node is skipped: the `daemonset_ineligible_nodes` reason and key.
-    skip: Option<(&'static str, Str)>,
-    pods: Vec<PodState>,
-}
-
-struct PodState {
-    name: Str,
-    uid: Uid,
-    running: bool,
-    /// The misscheduled pod's reason and key.
-    verdict: Option<(&'static str, Str)>,
-}
-
-fn capture(index: &Index, scope: &[ObjectRef], nodes: &[Str]) -> Vec<Option<Side>> {
-    scope.iter().map(|id| index.daemonset(&id.namespace, &id.name).map(|view| side(&view, nodes))).collect()
-}
-
-fn side(view: &DaemonSetView<'_>, nodes: &[Str]) -> Side {
-    let verdicts: HashMap<&Uid, (&'static str, Str)> = view
-        .misscheduled_pods()
-        .into_iter()
-        .map(|p| (&p.pod.uid, (p.classification.reason.as_str(), p.classification.key)))
-        .collect();
-    let pair = |node: &Str| {
-        let skip = view.skip(node);
-        let pods = view
-            .pods_on(node)
-            .into_iter()
-            .map(|pod| PodState {
-                name: pod.id.name.clone(),
-                uid: pod.uid.clone(),
-                running: pod.deletion.is_none(),
-                verdict: verdicts.get(&pod.uid).cloned(),
-            })
-            .collect();
-        Pair { fit: Fit::of(skip), skip: skip.map(|s| (s.reason().as_str(), s.shared_key())), pods }
+/// Each DaemonSet of `scope` before the change; `None` for one that does not exist yet.
+fn capture(index: &Index, scope: &[ObjectRef], nodes: &[Str]) -> Vec<Option<Before>> {
+    let before = |view: DaemonSetView<'_>| Before {
+        desired: view.eligible_nodes(),
+        pairs: nodes.iter().map(|node| (Fit::of(view.skip(node)), why_skipped(view.skip(node)))).collect(),
+        verdicts: verdicts(&view),
     };
-    Side { desired: view.eligible_nodes(), pairs: nodes.iter().map(pair).collect() }
+    scope.iter().map(|id| index.daemonset(&id.namespace, &id.name).map(before)).collect()
 }
 
-fn diff(scope: &[ObjectRef], nodes: &[Str], before: &[Option<Side>], after: &[Option<Side>]) -> Outcome {
+fn why_skipped(skip: Option<&Skip>) -> Option<Why> {
+    skip.map(|s| (s.reason().as_str(), s.shared_key()))
+}
+
+fn verdicts(view: &DaemonSetView<'_>) -> HashMap<Uid, Why> {
+    let misscheduled = view.misscheduled_pods().into_iter();
+    misscheduled.map(|p| (p.pod.uid.clone(), (p.classification.reason.as_str(), p.classification.key))).collect()
+}
+
+/// The index now (after the change) against `before`, pair by pair.
+fn diff(index: &Index, scope: &[ObjectRef], nodes: &[Str], before: &[Option<Before>]) -> Outcome {
     let mut outcome = Outcome { daemonsets: scope.len(), nodes: nodes.len(), ..Outcome::default() };
-    for ((id, before), after) in scope.iter().zip(before).zip(after) {
-        let Some(after) = after else { continue };
+    let nothing = || ("", Str::from(""));
+    for (id, before) in scope.iter().zip(before) {
+        let Some(view) = index.daemonset(&id.namespace, &id.name) else { continue };
         outcome.desired.push(Desired {
             namespace: id.namespace.to_string(),
             daemonset: id.name.to_string(),
             before: before.as_ref().map_or(0, |b| b.desired),
-            after: after.desired,
+            after: view.eligible_nodes(),
         });
+        let mut after_verdicts = None;
         for (i, node) in nodes.iter().enumerate() {
-            let was = before.as_ref().map(|b| &b.pairs[i]);
-            let now = &after.pairs[i];
-            let fit = was.map_or(Fit::Stop, |p| p.fit);
-            let row = |pod: &str, effect: Effect, (reason, key): (&str, Str)| Row {
+            let (fit, why_before) =
+                before.as_ref().map_or((Fit::Stop, None), |b| (b.pairs[i].0, b.pairs[i].1.as_ref()));
+            let skip = view.skip(node);
+            let now = Fit::of(skip);
+            // The same answer before and after moves nothing (`effect` agrees): most pairs stop here.
+            if now == fit {
+                continue;
+            }
+            let row = |pod: &str, effect: Effect, (reason, key): Why| Row {
                 namespace: id.namespace.to_string(),
                 daemonset: id.name.to_string(),
                 node: node.to_string(),
@@ -188,34 +177,40 @@ fn diff(scope: &[ObjectRef], nodes: &[Str], before: &[Option<Side>], after: &[Op
                 reason: reason.to_owned(),
                 key: key.to_string(),
             };
-            if now.pods.is_empty() {
-                if let Some(effect) = effect(fit, now.fit, false) {
-                    let why =
-                        was.map_or((NEW_DAEMONSET, Str::from("")), |p| p.skip.clone().unwrap_or(("", Str::from(""))));
+            let pods = view.pods_on(node);
+            if pods.is_empty() {
+                if let Some(effect) = effect(fit, now, false) {
+                    let why = match before {
+                        None => (NEW_DAEMONSET, Str::from("")),
+                        Some(_) => why_before.cloned().unwrap_or_else(nothing),
+                    };
                     outcome.changes.push(row("", effect, why));
                 }
                 continue;
             }
             // A pod already terminating is no change: the controller neither deletes it
             // again nor creates one beside it until it is gone. It is named apart.
-            let Some(effect) = effect(fit, now.fit, true) else { continue };
-            for pod in now.pods.iter().filter(|p| !p.running) {
+            let Some(effect) = effect(fit, now, true) else { continue };
+            for pod in pods.iter().filter(|p| p.deletion.is_some()) {
                 outcome.terminating.push(Terminating {
                     namespace: id.namespace.to_string(),
                     daemonset: id.name.to_string(),
                     node: node.to_string(),
-                    pod: pod.name.to_string(),
+                    pod: pod.id.name.to_string(),
                 });
             }
-            for pod in now.pods.iter().filter(|p| p.running) {
-                let earlier = was.and_then(|p| p.pods.iter().find(|b| b.uid == pod.uid));
+            for pod in pods.iter().filter(|p| p.deletion.is_none()) {
                 let verdict = match effect {
                     Effect::Recover => {
-                        earlier.and_then(|p| p.verdict.clone()).or_else(|| was.and_then(|p| p.skip.clone()))
+                        let had = before.as_ref().and_then(|b| b.verdicts.get(&pod.uid));
+                        had.or(why_before).cloned()
                     }
-                    _ => pod.verdict.clone().or_else(|| now.skip.clone()),
+                    _ => {
+                        let verdicts = after_verdicts.get_or_insert_with(|| verdicts(&view));
+                        verdicts.get(&pod.uid).cloned().or_else(|| why_skipped(skip))
+                    }
                 };
-                outcome.changes.push(row(&pod.name, effect, verdict.unwrap_or(("", Str::from("")))));
+                outcome.changes.push(row(&pod.id.name, effect, verdict.unwrap_or_else(nothing)));
             }
         }
     }
