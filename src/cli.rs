@@ -37,6 +37,27 @@ pub struct Classification {
     pub lost_node_retention: i64,
 }
 
+/// A listen address as Prometheus exporters take one: `IP:PORT`, `[IPv6]:PORT`, `:PORT`
+/// (every interface) or `HOST:PORT` (`localhost` is the loopback).
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
+    let expected = || format!("{text:?}: expected IP:PORT, :PORT or HOST:PORT, such as 0.0.0.0:18493 or :18493");
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    let (host, port) = text.rsplit_once(':').ok_or_else(expected)?;
+    let port: u16 = port.parse().map_err(|_| expected())?;
+    match host {
+        "" => Ok(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port))),
+        "localhost" => Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
+        host => (host, port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut found| found.next())
+            .ok_or_else(|| format!("{text:?}: cannot resolve {host:?}")),
+    }
+}
+
 /// A retention of at least a second, as a duration: `24h`, `90m`, `1h30m`, `3600s`.
 fn parse_retention(text: &str) -> Result<i64, String> {
     let duration: jiff::SignedDuration =
@@ -222,5 +243,18 @@ mod tests {
         ]
         .map(Exit::code);
         assert_eq!(codes, [0, 1, 1, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn listen_addresses_as_prometheus_exporters_take_them() {
+        let parsed = |text: &str| parse_listen(text).map(|a| a.to_string());
+        assert_eq!(parsed("0.0.0.0:18493").unwrap(), "0.0.0.0:18493");
+        assert_eq!(parsed(":18493").unwrap(), "0.0.0.0:18493");
+        assert_eq!(parsed("localhost:18493").unwrap(), "127.0.0.1:18493");
+        assert_eq!(parsed("[::1]:18493").unwrap(), "[::1]:18493");
+        for bad in ["18493", ":", ":port", "localhost:99999", "no-such-host.invalid:18493"] {
+            let error = parse_listen(bad).unwrap_err();
+            assert!(error.starts_with(&format!("{bad:?}: ")), "{error}");
+        }
     }
 }

@@ -34,8 +34,9 @@ use tokio::net::TcpListener;
 #[derive(Debug, Parser)]
 #[command(version, about, long_about = None)]
 struct Cli {
-    /// Address to serve /metrics, /healthz and /readyz on.
-    #[arg(long, env = "MISSCHEDULE_LISTEN", default_value = "0.0.0.0:18493")]
+    /// Address to serve /metrics, /healthz and /readyz on: IP:PORT, :PORT (every
+    /// interface) or HOST:PORT.
+    #[arg(long, env = "MISSCHEDULE_LISTEN", default_value = "0.0.0.0:18493", value_parser = cli::parse_listen)]
     listen: SocketAddr,
 
     #[command(flatten)]
