@@ -30,8 +30,11 @@ impl Kind {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Subject {
     Pod(Uid),
-    /// A node of the DaemonSet the Event regards.
-    Node(Str),
+    /// A node of a DaemonSet (its UID): two DaemonSets losing one node are two subjects.
+    Node {
+        daemonset: Str,
+        node: Str,
+    },
 }
 
 /// What a notice says of its subject; a change of any part is a new Event.
@@ -114,7 +117,7 @@ impl Notice {
         let v = &self.verdict;
         let subject = match &self.subject {
             Subject::Pod(uid) => uid.to_string(),
-            Subject::Node(name) => name.to_string(),
+            Subject::Node { node, .. } => node.to_string(),
         };
         let manager = v.manager.as_deref().unwrap_or("");
         // Unit separators: no part can run into the next.
@@ -164,7 +167,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
             let v = lost.verdict;
             out.push(Notice {
                 kind: Kind::NodeLost,
-                subject: Subject::Node(lost.node.clone()),
+                subject: Subject::Node { daemonset: view.ds.uid.clone(), node: lost.node.clone() },
                 verdict: Verdict { reason: v.reason, key: v.key.clone(), manager: v.manager.clone() },
                 regarding: regarding.clone(),
                 related: None,
@@ -267,14 +270,18 @@ pub(crate) mod tests {
     #[test]
     fn a_lost_node_is_its_own_event() {
         let pod = notice(1, Reason::NfdChange, "gpu", Some("nfd-master"));
-        let lost = Notice { kind: Kind::NodeLost, subject: Subject::Node("n1".into()), related: None, ..pod.clone() };
+        let subject = Subject::Node { daemonset: "ds-uid".into(), node: "n1".into() };
+        let lost = Notice { kind: Kind::NodeLost, subject, related: None, ..pod.clone() };
         assert_eq!(
             lost.note(),
             "Node n1 lost its daemon pod and the DaemonSet no longer covers it: reason nfd_change, key gpu, changed by nfd-master. Fix: node-feature-discovery no longer reports gpu on n1; check NFD on the node or relax the DaemonSet's selector"
         );
         assert_ne!(lost.event_name(), pod.event_name());
         // A node named like a pod's UID is still another subject.
-        let twin = Notice { subject: Subject::Node(pod_uid(1).to_string().into()), ..lost.clone() };
+        let twin = Notice {
+            subject: Subject::Node { daemonset: "ds-uid".into(), node: pod_uid(1).to_string().into() },
+            ..lost.clone()
+        };
         assert_ne!(twin.event_name(), pod.event_name());
         let changed = Notice { verdict: Verdict { reason: Reason::DaemonSetChanged, ..lost.verdict.clone() }, ..lost };
         assert!(changed.fix().contains("no longer wants n1"), "{}", changed.fix());

@@ -169,4 +169,32 @@ mod tests {
         assert!(t.changed(std::slice::from_ref(&relapse)).is_empty());
         assert_eq!(t.ended_at(relapse.event_id()), None);
     }
+
+    #[test]
+    fn two_daemonsets_losing_one_node_are_two_subjects() {
+        use crate::publish::notice::{Kind, Subject};
+        let mut t = Transitions::default();
+        let lost = |ds: &str, episode| Notice {
+            kind: Kind::NodeLost,
+            subject: Subject::Node { daemonset: ds.into(), node: "n2".into() },
+            related: None,
+            episode,
+            ..notice(1, Reason::TaintAdded, "maintenance", Some("kubectl-taint"))
+        };
+        // The same verdict on one node for two DaemonSets, lost in different events: the
+        // first look sees one loss, the next both.
+        let first = lost("agent", 7);
+        t.retain_current(std::slice::from_ref(&first), 1_000);
+        assert_eq!(t.changed(std::slice::from_ref(&first)).len(), 1);
+        t.announced(&first, 1_000);
+        let current = [first, lost("gpu-agent", 9)];
+        t.retain_current(&current, 1_200);
+        assert_eq!(t.changed(&current), [&current[1]], "only the second DaemonSet's loss is new");
+        t.announced(&current[1], 1_200);
+        assert_eq!(t.ended_at(current[0].event_id()), None, "the first loss did not end");
+        for at in [1_500, 2_000] {
+            t.retain_current(&current, at);
+            assert!(t.changed(&current).is_empty(), "nothing new at {at}");
+        }
+    }
 }
