@@ -28,11 +28,6 @@ impl Index {
         self.daemonsets().into_iter().find(|v| *v.ds.id.namespace == *namespace && *v.ds.id.name == *name)
     }
 
-    /// The node `name`, as the rules see it.
-    pub fn node(&self, name: &str) -> Option<&Node> {
-        self.nodes.objects.get(name).map(|n| &**n)
-    }
-
     /// Every node's name, sorted.
     pub fn node_names(&self) -> Vec<&Str> {
         let mut names: Vec<&Str> = self.nodes.objects.keys().collect();
