@@ -28,6 +28,11 @@ impl Index {
         self.daemonsets().into_iter().find(|v| *v.ds.id.namespace == *namespace && *v.ds.id.name == *name)
     }
 
+    /// Whether the node exists.
+    pub fn has_node(&self, name: &str) -> bool {
+        self.nodes.objects.contains_key(name)
+    }
+
     /// Every node's name, sorted.
     pub fn node_names(&self) -> Vec<&Str> {
         let mut names: Vec<&Str> = self.nodes.objects.keys().collect();

@@ -1,6 +1,10 @@
 //! `--events`: an Event (events.k8s.io/v1) regarding the DaemonSet for each new notice, so
 //! `kubectl describe daemonset` answers the question.
 //!
+//! Warning for what needs someone, Normal for what the fix calls expected (a drain, a
+//! DaemonSet change) and for a recovery: a pod that may run on its node again, a lost node
+//! covered again.
+//!
 //! Exactly one Event object per (pod or lost node, verdict), across replicas and restarts: its name is
 //! derived from them (`Notice::event_name`), so a replica that comes second, or a restarted
 //! exporter, gets AlreadyExists from the API server and writes nothing. A true repeat (the
@@ -8,6 +12,7 @@
 //! series instead, once: a replica that finds the series already past the recovery it saw
 //! leaves it.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,6 +39,9 @@ const BURST: u32 = 20;
 const PER_SECOND: f64 = 2.0;
 /// Deferred Events are tried again this soon, when a token is back, if nothing changes first.
 const RETRY_DEFERRED: Duration = Duration::from_millis(500);
+/// Recoveries waiting for the rate limit, at most: beyond, a mass recovery (a DaemonSet
+/// reverted over a whole pool) is told by the metrics and the page alone.
+const MAX_PENDING_RECOVERIES: usize = 10_000;
 /// The Events' `reportingController`.
 pub const CONTROLLER: &str = "misschedule-exporter";
 
@@ -55,6 +63,9 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
     let mut generations = shared.generations(MIN_LOOK_INTERVAL);
     let mut deferred = false;
     let mut denied_reported = false;
+    // Recoveries seen and not yet written (throttled): a recovery is seen once, when its
+    // subject goes, so it waits here rather than being lost.
+    let mut recoveries: VecDeque<Notice> = VecDeque::new();
     loop {
         if deferred {
             tokio::select! {
@@ -73,9 +84,32 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
             }
             notice::current(&index)
         };
-        transitions.retain_current(&notices, unix_ms());
+        let gone = transitions.retain_current(&notices, unix_ms());
+        if !gone.is_empty() {
+            let index = shared.read();
+            let room = MAX_PENDING_RECOVERIES.saturating_sub(recoveries.len());
+            recoveries.extend(gone.iter().filter(|n| n.recovered_in(&index)).map(Notice::recovery).take(room));
+        }
         deferred = false;
         let changed: Vec<Notice> = transitions.changed(&notices).into_iter().cloned().collect();
+        // Recoveries first: they are older news than anything `changed` holds.
+        while let Some(recovery) = recoveries.front() {
+            if !limit.try_take(started.elapsed().as_secs_f64()) {
+                telemetry.record_kube_event(KubeEventResult::RateLimited);
+                deferred = true;
+                break;
+            }
+            let result = writer.write(recovery, transitions.ended_at(recovery.event_id())).await;
+            telemetry.record_kube_event(result);
+            if result == KubeEventResult::Unavailable {
+                deferred = true;
+                break;
+            }
+            recoveries.pop_front();
+        }
+        if deferred {
+            continue;
+        }
         for notice in &changed {
             if !limit.try_take(started.elapsed().as_secs_f64()) {
                 telemetry.record_kube_event(KubeEventResult::RateLimited);
@@ -140,7 +174,7 @@ impl Writer {
         let event = Event {
             metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
             event_time: Some(now.clone()),
-            type_: Some("Warning".into()),
+            type_: Some(notice.event_type().into()),
             reason: Some(notice.kind.reason().into()),
             action: Some(notice.action().into()),
             note: Some(notice.note()),

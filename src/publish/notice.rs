@@ -15,6 +15,9 @@ pub enum Kind {
     Misscheduled,
     /// A node lost its daemon pod and the DaemonSet no longer covers it.
     NodeLost,
+    /// What a `Misscheduled` or `NodeLost` notice said is over: the pod may run on its node
+    /// again, or the DaemonSet covers the node again.
+    Recovered,
 }
 
 impl Kind {
@@ -22,6 +25,7 @@ impl Kind {
         match self {
             Kind::Misscheduled => "Misscheduled",
             Kind::NodeLost => "NodeLost",
+            Kind::Recovered => "Recovered",
         }
     }
 }
@@ -68,6 +72,8 @@ pub struct Notice {
     /// Which episode of the verdict this is, as the index tells them apart: a new one with
     /// the same verdict is a repeat even when no look saw the subject recover in between.
     pub episode: u64,
+    /// For `Recovered`: what recovered, a pod (`Misscheduled`) or a node (`NodeLost`).
+    pub of: Option<Kind>,
 }
 
 /// An Event name is a DNS subdomain (253 characters): the DaemonSet's name, cut to this,
@@ -98,8 +104,43 @@ impl Notice {
                 v.key,
                 self.fix()
             ),
+            Kind::Recovered if self.of == Some(Kind::NodeLost) => format!(
+                "Node {} is covered again: the DaemonSet wants it and has a pod there (it was lost: reason {}, key {}{manager}).",
+                self.node, v.reason, v.key
+            ),
+            Kind::Recovered => format!(
+                "Pod {pod} on node {} is no longer misscheduled: the DaemonSet may run it there again (it was: reason {}, key {}{manager}).",
+                self.node, v.reason, v.key
+            ),
         };
         truncate(text, MAX_NOTE_BYTES)
+    }
+
+    /// The Event's type: Normal for a recovery and for what the fix calls expected (a drain,
+    /// a DaemonSet change), Warning for what needs someone.
+    pub fn event_type(&self) -> &'static str {
+        if self.kind == Kind::Recovered || self.verdict.reason.expected() { "Normal" } else { "Warning" }
+    }
+
+    /// The notice that this one's subject recovered.
+    pub fn recovery(&self) -> Notice {
+        Notice { kind: Kind::Recovered, of: Some(self.kind), ..self.clone() }
+    }
+
+    /// Whether this notice's subject recovered in `index`: its DaemonSet (the same one) wants
+    /// the node again and, for a pod, still counts that pod there; for a lost node, has a
+    /// pod there. A pod deleted, a node or a DaemonSet gone is no recovery.
+    pub fn recovered_in(&self, index: &Index) -> bool {
+        let id = &self.regarding.id;
+        let Some(view) = index.daemonset(&id.namespace, &id.name) else { return false };
+        if view.ds.uid.to_string() != self.regarding.uid || view.skips(&self.node) {
+            return false;
+        }
+        let node_exists = index.has_node(&self.node);
+        match &self.subject {
+            Subject::Pod(uid) => node_exists && view.pods_on(&self.node).iter().any(|p| p.uid == *uid),
+            Subject::Node { .. } => node_exists && view.has_pod(&self.node),
+        }
     }
 
     /// The suggested fix, the explanation's own: derived when a note is written, so a look
@@ -108,6 +149,7 @@ impl Notice {
         match self.kind {
             Kind::Misscheduled => fix_for(self.orphan, self.verdict.reason, &self.verdict.key, &self.node),
             Kind::NodeLost => lost_fix(self.verdict.reason, &self.verdict.key, &self.node),
+            Kind::Recovered => String::new(),
         }
     }
 
@@ -174,6 +216,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
                 node: lost.node.clone(),
                 orphan: false,
                 episode: lost.episode,
+                of: None,
             });
         }
         for p in view.misscheduled_pods() {
@@ -187,6 +230,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
                 related: Some(Target { id: p.pod.id.clone(), uid: p.pod.uid.to_string() }),
                 node: p.node.clone(),
                 episode: p.episode,
+                of: None,
             });
         }
     }
@@ -226,6 +270,7 @@ pub(crate) mod tests {
             node: "n1".into(),
             orphan: false,
             episode: 1,
+            of: None,
         }
     }
 
@@ -285,6 +330,29 @@ pub(crate) mod tests {
         assert_ne!(twin.event_name(), pod.event_name());
         let changed = Notice { verdict: Verdict { reason: Reason::DaemonSetChanged, ..lost.verdict.clone() }, ..lost };
         assert!(changed.fix().contains("no longer wants n1"), "{}", changed.fix());
+    }
+
+    #[test]
+    fn expected_reasons_and_recoveries_are_normal_events() {
+        let drift = notice(1, Reason::LabelDrift, "gpu", Some("kubectl-label"));
+        assert_eq!(drift.event_type(), "Warning");
+        assert_eq!(notice(1, Reason::AutoscalerDrain, "ToBeDeletedByClusterAutoscaler", None).event_type(), "Normal");
+        assert_eq!(notice(1, Reason::DaemonSetChanged, "nodeSelector", None).event_type(), "Normal");
+        let recovered = drift.recovery();
+        assert_eq!((recovered.kind.reason(), recovered.event_type()), ("Recovered", "Normal"));
+        assert_eq!(
+            recovered.note(),
+            "Pod agent-00000000-0000-0000-0000-000000000001 on node n1 is no longer misscheduled: the DaemonSet may run it there again (it was: reason label_drift, key gpu, changed by kubectl-label)."
+        );
+        assert_ne!(recovered.event_name(), drift.event_name(), "its own Event");
+        let lost = Notice {
+            kind: Kind::NodeLost,
+            subject: Subject::Node { daemonset: "ds-uid".into(), node: "n1".into() },
+            related: None,
+            ..drift
+        };
+        assert!(lost.recovery().note().starts_with("Node n1 is covered again"), "{}", lost.recovery().note());
+        assert_ne!(lost.recovery().event_name(), recovered.event_name());
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub const MAX_ENDED: usize = 100_000;
 /// What was announced for a subject.
 #[derive(Debug)]
 struct Announced {
+    /// The notice, whose recovery is announced when its subject recovers.
+    notice: Notice,
     verdict: Verdict,
     /// The Event's id (`Notice::event_id`).
     id: u64,
@@ -46,7 +48,15 @@ impl Transitions {
     pub fn announced(&mut self, notice: &Notice, now_ms: i64) {
         let id = notice.event_id();
         self.ended.remove(&id);
-        let now = Announced { verdict: notice.verdict.clone(), id, episode: notice.episode, at_ms: now_ms };
+        // A relapse ends the recovery before it: a later recovery is its repeat.
+        self.ended.insert(notice.recovery().event_id(), now_ms);
+        let now = Announced {
+            notice: notice.clone(),
+            verdict: notice.verdict.clone(),
+            id,
+            episode: notice.episode,
+            at_ms: now_ms,
+        };
         let previous = self.announced.insert(notice.subject.clone(), now);
         if let Some(previous) = previous.filter(|a| a.verdict != notice.verdict) {
             self.ended.insert(previous.id, now_ms);
@@ -55,13 +65,16 @@ impl Transitions {
 
     /// Forget subjects that have nothing to say any more: their verdicts ended `now_ms`.
     /// A subject current in a later episode than the one announced recovered in between,
-    /// unseen: its episode ended after it was announced.
-    pub fn retain_current(&mut self, current: &[Notice], now_ms: i64) {
+    /// unseen: its episode ended after it was announced. Returns the notices of the subjects
+    /// gone, for the caller to tell a recovery from a deletion.
+    pub fn retain_current(&mut self, current: &[Notice], now_ms: i64) -> Vec<Notice> {
         let episodes: HashMap<&Subject, u64> = current.iter().map(|n| (&n.subject, n.episode)).collect();
         let ended = &mut self.ended;
+        let mut gone = Vec::new();
         self.announced.retain(|subject, a| match episodes.get(subject) {
             None => {
                 ended.insert(a.id, now_ms);
+                gone.push(a.notice.clone());
                 false
             }
             Some(&episode) if episode != a.episode => {
@@ -77,6 +90,7 @@ impl Transitions {
             let (_, &mut cutoff, _) = times.select_nth_unstable(self.ended.len() - MAX_ENDED);
             self.ended.retain(|_, at| *at > cutoff);
         }
+        gone
     }
 
     /// When this process saw the verdict of Event `id` end, if it did: an Event written
@@ -114,7 +128,8 @@ mod tests {
         }
         // The second recovers, then relapses with the same verdict: announced again.
         let third = vec![second[0].clone()];
-        t.retain_current(&third, 0);
+        let gone = t.retain_current(&third, 0);
+        assert_eq!(gone, [second[1].clone()], "the caller learns which subject went");
         assert_eq!(t.announced.len(), 1);
         assert_eq!(t.changed(&second), [&second[1]]);
     }

@@ -44,6 +44,18 @@ impl Reason {
     pub fn index(self) -> usize {
         self as usize
     }
+
+    /// The reason named `name` (as `as_str` writes it).
+    pub fn from_name(name: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
+    /// Expected while something intended runs its course, as the suggested fix says: a
+    /// drain removing the node, a DaemonSet change rolling out. Events say it as Normal,
+    /// the page apart from what needs action, and the alerts leave it out.
+    pub fn expected(self) -> bool {
+        matches!(self, Reason::AutoscalerDrain | Reason::DaemonSetChanged)
+    }
 }
 
 impl fmt::Display for Reason {
