@@ -486,7 +486,12 @@ fn main() {
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     let port = listener.local_addr().unwrap().port();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let router = misschedule_exporter::http::server::router(shared.clone(), exposition.clone(), Default::default());
+    let router = misschedule_exporter::http::server::router(
+        shared.clone(),
+        exposition.clone(),
+        Default::default(),
+        Default::default(),
+    );
     let server = runtime.spawn(misschedule_exporter::http::server::serve(listener, router, None, async {
         let _ = stop_rx.await;
     }));

@@ -3,7 +3,6 @@
 //! The exporter, its `explain` and `kubectl misschedule` parse these once, the same way, so
 //! they can never classify differently.
 
-use std::fmt::Display;
 use std::future::Future;
 use std::process::ExitCode;
 
@@ -11,6 +10,7 @@ use crate::index::{self, Index};
 use crate::rules::attribution::{DEFAULT_NFD_MANAGERS, NfdManagers};
 use crate::rules::reason::{Conventions, DrainTaints};
 use crate::source::connect::ConnectError;
+use crate::source::list::ListError;
 use crate::source::watch::DEFAULT_POD_SELECTOR;
 
 /// The flags that change what a pod's reason is, or which pods are read.
@@ -131,6 +131,20 @@ impl From<&ConnectError> for Exit {
     }
 }
 
+impl From<&ListError> for Exit {
+    fn from(error: &ListError) -> Self {
+        match error {
+            ListError::NoNamespace(_) => Exit::Config,
+            _ => Exit::Unreachable,
+        }
+    }
+}
+
+/// A failure to list, with its exit code: a namespace that is not there is bad input.
+pub fn list_failure<E: From<ListError>>(error: ListError) -> (Exit, E) {
+    (Exit::from(&error), E::from(error))
+}
+
 /// A failure to connect, with its exit code: `Unreachable` or `Config`.
 pub fn connect_failure<E: From<ConnectError>>(error: ConnectError) -> (Exit, E) {
     (Exit::from(&error), E::from(error))
@@ -164,8 +178,11 @@ pub fn init_tracing(format: LogFormat, default_level: &str) {
 }
 
 /// Runs `main` on a multi-threaded runtime. A failure is printed as one line on stderr,
-/// `error: …` with its causes, and exits with its code.
-pub fn run<E: Display>(main: impl Future<Output = Result<Exit, (Exit, E)>>) -> ExitCode {
+/// `error: …` with each of its causes once, and exits with its code.
+pub fn run<E>(main: impl Future<Output = Result<Exit, (Exit, E)>>) -> ExitCode
+where
+    E: AsRef<dyn std::error::Error + Send + Sync + 'static>,
+{
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -176,7 +193,8 @@ pub fn run<E: Display>(main: impl Future<Output = Result<Exit, (Exit, E)>>) -> E
     let exit = match runtime.block_on(main) {
         Ok(exit) => exit,
         Err((exit, error)) => {
-            eprintln!("error: {error:#}");
+            let error: &(dyn std::error::Error + 'static) = error.as_ref();
+            eprintln!("error: {}", crate::source::advice::chain_line(error).replace('\n', " "));
             exit
         }
     };

@@ -8,7 +8,8 @@
 //! ```
 //! `model`, `rules`, `k8s` (shapes and conversion), `index` and `report` are pure: no I/O,
 //! driven by the unit tests. `source`, `http` and `publish` are the edges; `cli` holds what
-//! the two binaries share, and `main` only wires them.
+//! the two binaries share, `once` the one-shot answer both give (`explain`, the plugin),
+//! and `main` only wires them.
 
 pub mod allocator;
 pub mod cli;
@@ -17,6 +18,7 @@ pub mod http;
 pub mod index;
 pub mod k8s;
 pub mod model;
+pub mod once;
 pub mod publish;
 pub mod report;
 pub mod rules;

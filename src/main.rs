@@ -16,9 +16,11 @@ use misschedule_exporter::http::server;
 use misschedule_exporter::http::tls::ReloadingCert;
 use misschedule_exporter::http::token_review::TokenReviewer;
 use misschedule_exporter::index::Index;
+use misschedule_exporter::once::Reading;
 use misschedule_exporter::publish;
-use misschedule_exporter::report::explain::{self, Selection};
+use misschedule_exporter::report::explain::Selection;
 use misschedule_exporter::report::metrics;
+use misschedule_exporter::report::scope::Origin;
 use misschedule_exporter::report::text::{self, Output};
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::source::connect;
@@ -155,8 +157,12 @@ struct Web {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// List misscheduled pods with node, reason, key, age and a suggested fix,
-    /// then the reasons DaemonSets skip nodes. Works live or on --snapshot.
+    /// then the reasons DaemonSets skip nodes: one list of the cluster, or --snapshot.
+    /// Like kubectl, the kubeconfig context's namespace unless -n or -A (a snapshot: all).
     Explain {
+        /// DaemonSets in every namespace.
+        #[arg(short = 'A', long = "all-namespaces", conflicts_with = "namespace")]
+        all_namespaces: bool,
         /// Only this DaemonSet.
         #[arg(long)]
         daemonset: Option<String>,
@@ -179,16 +185,18 @@ impl<T, E: Into<anyhow::Error>> OrExit<T> for Result<T, E> {
     }
 }
 
-/// How long `explain` waits for the caches' first lists.
-const EXPLAIN_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli::init_tracing(cli.log_format, "info");
+    // A one-shot command logs only what went wrong, as kubectl does.
+    let level = if cli.command.is_some() { "warn" } else { "info" };
+    cli::init_tracing(cli.log_format, level);
     cli::run(run(cli))
 }
 
 async fn run(cli: Cli) -> Outcome {
+    if let Some(Command::Explain { all_namespaces, daemonset, output }) = &cli.command {
+        return explain_once(&cli.source, *all_namespaces, daemonset.clone(), *output).await;
+    }
     let source = &cli.source;
     let mut index = source.classification.index(source.namespace.len());
     index.set_now(unix_now());
@@ -198,8 +206,8 @@ async fn run(cli: Cli) -> Outcome {
     let mut watches = None;
     let mut token_review = None;
     let mut events_client = None;
-    let shared = if live {
-        let client = connect(source).await?;
+    let (shared, origin) = if live {
+        let (client, server) = connect(source).await?;
         if cli.events {
             events_client = Some(client.clone());
         }
@@ -215,87 +223,104 @@ async fn run(cli: Cli) -> Outcome {
             ..watch::WatchConfig::new(source.namespace.clone(), source.classification.pod_selector.clone())
         };
         watches = Some(watch::spawn_all(client, &config, shared.clone(), telemetry.clone()));
-        shared
+        (shared, Origin::new(format!("cluster {server}"), source.namespace.clone()))
     } else {
-        Snapshot::read_files(&source.snapshot)
-            .and_then(|snapshot| snapshot.load_into(&mut index, &source.namespace))
-            .or_exit(Exit::Snapshot)?;
+        let snapshot = Snapshot::read_files(&source.snapshot).or_exit(Exit::Snapshot)?;
+        let origin = Origin::new(format!("snapshot {}", snapshot.files()), source.namespace.clone());
+        snapshot.load_into(&mut index, &source.namespace).or_exit(Exit::Snapshot)?;
         warn_on_status_disagreement(&index);
-        Arc::new(Shared::new(index))
+        (Arc::new(Shared::new(index)), origin)
     };
 
-    match cli.command {
-        Some(Command::Explain { daemonset, output }) => {
-            if live {
-                shared.synced(EXPLAIN_SYNC_TIMEOUT).await.or_exit(Exit::Unreachable)?;
-            }
-            // The index holds only the namespaces asked for: the selection need not repeat them.
-            let selection = Selection { namespace: None, daemonset };
-            let explanation = explain::explain(&shared.read(), &selection, unix_now());
-            print!("{}", text::print(&explanation, output).or_exit(Exit::Runtime)?);
-            Ok(Exit::Success)
-        }
-        None => {
-            let web = &cli.web;
-            let tls = match (&web.tls_cert_file, &web.tls_key_file) {
-                (Some(cert), Some(key)) => Some(ReloadingCert::load(cert, key).or_exit(Exit::Config)?),
-                _ => None,
-            };
-            let acceptor = tls.as_ref().map(ReloadingCert::acceptor).transpose().or_exit(Exit::Config)?;
-            let basic = web.auth_basic_user.as_deref().zip(web.auth_basic_password_file.as_deref());
-            let credentials =
-                Authenticator::load(web.auth_bearer_token_file.as_deref(), basic).or_exit(Exit::Config)?.map(Arc::new);
-            let listener = TcpListener::bind(cli.listen)
-                .await
-                .with_context(|| format!("cannot listen on {}", cli.listen))
-                .or_exit(Exit::Listen)?;
-            tracing::info!(
-                listen = %cli.listen,
-                mode = if live { "live" } else { "snapshot" },
-                scheme = if tls.is_some() { "https" } else { "http" },
-                auth = credentials.is_some(),
-                auth_kubernetes = token_review.is_some(),
-                events = events_client.is_some(),
-                "serving /, /explain, /metrics, /healthz, /readyz"
-            );
-            let reloadable: Vec<Arc<dyn Reload>> = tls
-                .map(|cert| cert as Arc<dyn Reload>)
-                .into_iter()
-                .chain(credentials.clone().map(|auth| auth as Arc<dyn Reload>))
-                .collect();
-            let reloader = (!reloadable.is_empty()).then(|| {
-                let every = Duration::from_secs(web.credentials_reload_seconds);
-                tokio::spawn(reload::reload_credentials(reloadable, telemetry.clone(), every))
-            });
-            let events = events_client
-                .map(|client| tokio::spawn(publish::events::run(client, shared.clone(), telemetry.clone())));
-            // The watches stamp the index's clock with each event; this keeps it moving in a
-            // quiet cluster, so that lost nodes past their retention go.
-            let clock = live.then(|| tokio::spawn(keep_time(shared.clone())));
-            let mut self_metrics = Registry::default();
-            telemetry.register(&mut self_metrics, shared.clone());
-            let exposition = Arc::new(metrics::Exposition::new(shared.clone(), self_metrics));
-            let router = server::router(shared, exposition, ScrapeAuth { credentials, token_review });
-            server::serve(listener, router, acceptor, shutdown_signal()).await.or_exit(Exit::Runtime)?;
-            reloader.inspect(|task| task.abort());
-            events.inspect(|task| task.abort());
-            clock.inspect(|task| task.abort());
-            drop(watches);
-            tracing::info!("shut down");
-            Ok(Exit::Success)
-        }
-    }
+    let web = &cli.web;
+    let tls = match (&web.tls_cert_file, &web.tls_key_file) {
+        (Some(cert), Some(key)) => Some(ReloadingCert::load(cert, key).or_exit(Exit::Config)?),
+        _ => None,
+    };
+    let acceptor = tls.as_ref().map(ReloadingCert::acceptor).transpose().or_exit(Exit::Config)?;
+    let basic = web.auth_basic_user.as_deref().zip(web.auth_basic_password_file.as_deref());
+    let credentials =
+        Authenticator::load(web.auth_bearer_token_file.as_deref(), basic).or_exit(Exit::Config)?.map(Arc::new);
+    let listener = TcpListener::bind(cli.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", cli.listen))
+        .or_exit(Exit::Listen)?;
+    tracing::info!(
+        listen = %cli.listen,
+        mode = if live { "live" } else { "snapshot" },
+        scheme = if tls.is_some() { "https" } else { "http" },
+        auth = credentials.is_some(),
+        auth_kubernetes = token_review.is_some(),
+        events = events_client.is_some(),
+        "serving /, /explain, /metrics, /healthz, /readyz"
+    );
+    let reloadable: Vec<Arc<dyn Reload>> = tls
+        .map(|cert| cert as Arc<dyn Reload>)
+        .into_iter()
+        .chain(credentials.clone().map(|auth| auth as Arc<dyn Reload>))
+        .collect();
+    let reloader = (!reloadable.is_empty()).then(|| {
+        let every = Duration::from_secs(web.credentials_reload_seconds);
+        tokio::spawn(reload::reload_credentials(reloadable, telemetry.clone(), every))
+    });
+    let events =
+        events_client.map(|client| tokio::spawn(publish::events::run(client, shared.clone(), telemetry.clone())));
+    // The watches stamp the index's clock with each event; this keeps it moving in a
+    // quiet cluster, so that lost nodes past their retention go.
+    let clock = live.then(|| tokio::spawn(keep_time(shared.clone())));
+    let mut self_metrics = Registry::default();
+    telemetry.register(&mut self_metrics, shared.clone());
+    let exposition = Arc::new(metrics::Exposition::new(shared.clone(), self_metrics));
+    let router = server::router(shared, exposition, ScrapeAuth { credentials, token_review }, origin);
+    server::serve(listener, router, acceptor, shutdown_signal()).await.or_exit(Exit::Runtime)?;
+    reloader.inspect(|task| task.abort());
+    events.inspect(|task| task.abort());
+    clock.inspect(|task| task.abort());
+    drop(watches);
+    tracing::info!("shut down");
+    Ok(Exit::Success)
 }
 
-async fn connect(source: &Source) -> Result<kube::Client, (Exit, anyhow::Error)> {
+/// A client, and the API server's address an answer names.
+async fn connect(source: &Source) -> Result<(kube::Client, String), (Exit, anyhow::Error)> {
     let mut config =
         connect::config(source.kubeconfig.as_deref(), source.context.as_deref()).await.map_err(cli::connect_failure)?;
     config.disable_compression |= !source.apiserver_compression;
-    // kube's client would retry 429/503/504 inside each call, up to 15 times and minutes
-    // apart, while the watch reported nothing wrong: the watches retry themselves, visibly
-    // (source::retry, honouring Retry-After), and an Event that fails waits for a later round.
-    config.default_retry = false;
-    connect::client(config).await.map_err(cli::connect_failure)
+    let server = connect::server(&config);
+    Ok((connect::client(config).await.map_err(cli::connect_failure)?, server))
+}
+
+/// `explain`: one list of the cluster (or the snapshot) and one answer, failing in seconds
+/// with one line. The namespace is kubectl's: the context's unless -n or -A; a snapshot's
+/// is every namespace.
+async fn explain_once(source: &Source, all_namespaces: bool, daemonset: Option<String>, output: Output) -> Outcome {
+    let mut index = source.classification.index(source.namespace.len());
+    index.set_now(unix_now());
+    let reading = if source.snapshot.is_empty() {
+        let mut config = connect::config(source.kubeconfig.as_deref(), source.context.as_deref())
+            .await
+            .map_err(cli::connect_failure)?;
+        config.disable_compression |= !source.apiserver_compression;
+        let namespaces = match (all_namespaces, source.namespace.is_empty()) {
+            (true, _) => Vec::new(),
+            (false, true) => vec![config.default_namespace.clone()],
+            (false, false) => source.namespace.clone(),
+        };
+        let server = connect::server(&config);
+        let client = connect::client(config).await.map_err(cli::connect_failure)?;
+        let pods = &source.classification.pod_selector;
+        Reading::cluster(index, &client, &server, namespaces, pods).await.map_err(cli::list_failure)?
+    } else {
+        let snapshot = Snapshot::read_files(&source.snapshot).or_exit(Exit::Snapshot)?;
+        Reading::snapshot(index, snapshot, source.namespace.clone()).or_exit(Exit::Snapshot)?
+    };
+    let namespace = match reading.origin.namespaces.as_slice() {
+        [only] => Some(only.clone()),
+        _ => None,
+    };
+    let explanation = reading.explain(&Selection { namespace, daemonset }, unix_now()).or_exit(Exit::Config)?;
+    print!("{}", text::print(&explanation, output).or_exit(Exit::Runtime)?);
+    Ok(Exit::Success)
 }
 
 /// A snapshot's DaemonSet status is the controller's truth: say so when we disagree.

@@ -25,10 +25,12 @@ fn cli_explanation(args: &[&str]) -> Value {
     without_age(serde_json::from_slice(&out.stdout).unwrap())
 }
 
+/// Without what moves with the clock: each row's age, and when the answer was made.
 fn without_age(mut explanation: Value) -> Value {
     for row in explanation["misscheduled"].as_array_mut().unwrap() {
         row.as_object_mut().unwrap().remove("age_seconds").expect("every row has an age");
     }
+    explanation["looked_at"].as_object_mut().unwrap().remove("as_of").expect("every answer says when");
     explanation
 }
 
@@ -49,12 +51,30 @@ fn explain_endpoint_serves_the_cli_object_and_filters() {
     let one = get_json(&exporter, "/explain?daemonset=datadog-agent");
     assert_eq!(one, cli_explanation(&["--daemonset", "datadog-agent"]));
     assert_eq!(one["misscheduled"].as_array().unwrap().len(), 1);
-    assert_eq!(get_json(&exporter, "/explain?namespace=monitoring"), all);
+    let monitoring = get_json(&exporter, "/explain?namespace=monitoring");
+    assert_eq!((&monitoring["misscheduled"], &monitoring["ineligible"]), (&all["misscheduled"], &all["ineligible"]));
     // An empty value, as an HTML form sends, is no filter.
     assert_eq!(get_json(&exporter, "/explain?namespace=&daemonset="), all);
+    // Every answer says what it looked at.
+    let looked_at = &all["looked_at"];
+    assert_eq!(looked_at["source"], format!("snapshot {SNAPSHOT}"));
+    assert_eq!((&looked_at["namespace"], &looked_at["daemonset"]), (&Value::Null, &Value::Null));
+    assert!(looked_at["daemonsets"].as_u64().unwrap() > 0 && looked_at["nodes"].as_u64().unwrap() > 0);
+    assert_eq!(monitoring["looked_at"]["namespace"], "monitoring");
+    assert_eq!(monitoring["looked_at"]["misscheduled_elsewhere"], 0);
     let none = get_json(&exporter, "/explain?namespace=elsewhere");
     assert_eq!(none["misscheduled"], Value::Array(vec![]));
     assert_eq!(none["ineligible"], Value::Array(vec![]));
+    assert_eq!(none["looked_at"]["daemonsets"], 0, "no DaemonSets there: said, not implied");
+    // A DaemonSet that is not there is a 404, not an empty answer.
+    let (status, body) = exporter.get("/explain?daemonset=nope").unwrap();
+    assert_eq!(status, 404, "{body}");
+    let refusal: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(refusal["kind"], "Status", "shaped as the API server's, for its service proxy: {body}");
+    assert_eq!(
+        refusal["message"],
+        format!("daemonsets.apps \"nope\" not found in any namespace (snapshot {SNAPSHOT})")
+    );
 
     let (_, head, _) = support::http::get_with_headers(exporter.port, "/explain").unwrap();
     assert!(head.contains("content-type: application/json"), "{head}");
@@ -83,12 +103,14 @@ fn landing_page_lists_the_same_rows() {
             assert!(page.contains(text), "page lacks {field} {text}");
         }
     }
-    assert!(page.contains("href=\"/metrics\"") && page.contains("href=\"/explain\""));
+    // Relative links: the page works behind `kubectl proxy` and any path prefix.
+    assert!(page.contains("href=\"metrics\"") && page.contains("href=\"explain\"") && !page.contains("href=\"/"));
     assert!(!page.contains("<script"), "the page needs no script");
 
     let (_, filtered) = exporter.get("/?daemonset=datadog-agent").unwrap();
-    assert!(filtered.contains("Showing only DaemonSet datadog-agent"));
-    assert!(filtered.contains("1 misscheduled daemon pod."), "{filtered}");
+    assert!(filtered.contains("in DaemonSets named datadog-agent in any namespace"), "{filtered}");
+    assert!(filtered.contains("Showing only part of what was read. <a href=\"?\">Show all</a>"));
+    assert!(filtered.contains("1 misscheduled daemon pod"), "{filtered}");
 }
 
 #[test]
@@ -99,19 +121,38 @@ fn landing_page_renders_in_a_real_browser() {
     let explanation = get_json(&exporter, "/explain");
     let rows = explanation["misscheduled"].as_array().unwrap();
 
-    // The DOM as the browser built it: one table row per misscheduled pod, with its cells.
+    // The DOM as the browser built it: one table row per misscheduled pod, with its cells,
+    // those that need action apart from the expected ones.
     let dom = browser::dom(&url);
-    let table = dom.split("<table id=\"misscheduled\">").nth(1).expect("the misscheduled table").split("</table>");
-    let body = table.into_iter().next().unwrap();
-    assert_eq!(body.matches("<tr>").count(), rows.len() + 1, "a header row and one row per pod: {body}");
+    let table = |id: &str| {
+        dom.split(&format!("<table id=\"{id}\" class=\"rows\">"))
+            .nth(1)
+            .map(|t| t.split("</table>").next().unwrap().to_owned())
+    };
+    let tables: Vec<String> = [table("misscheduled"), table("expected")].into_iter().flatten().collect();
+    let body = tables.concat();
+    let headers = tables.len();
+    assert_eq!(body.matches("<tr").count(), rows.len() + headers, "a header row per table and one row per pod: {body}");
     for row in rows {
-        let cells = ["namespace", "daemonset", "pod", "node", "reason"]
-            .map(|f| format!("<td>{}</td>", row[f].as_str().unwrap()));
+        let cells = [("Namespace", "namespace"), ("DaemonSet", "daemonset"), ("Pod", "pod"), ("Node", "node")]
+            .map(|(column, f)| format!("<td data-label=\"{column}\">{}</td>", row[f].as_str().unwrap()));
         let line = cells.concat();
         assert!(body.contains(&line), "no row with {line} in {body}");
+        let reason = row["reason"].as_str().unwrap();
+        assert!(body.contains(&format!("docs/runbooks.md#{reason}\">{reason}</a>")), "{reason} links its runbook");
     }
+    let expected = table("expected").expect("the example's drain is expected");
+    assert!(expected.contains("autoscaler_drain"), "{expected}");
+    assert!(!table("misscheduled").unwrap_or_default().contains("autoscaler_drain"));
     assert!(dom.contains("<table id=\"ineligible\">"));
-    assert!(dom.contains("No misscheduled daemon pods.") == rows.is_empty());
+    assert!(dom.contains("As of <time>"), "the page says when");
+
+    // No horizontal scroll at a laptop's width or half of it: every cell wraps.
+    for width in [1400, 800] {
+        let (page_width, window) = browser::scroll_width(&url, width);
+        assert!(page_width <= window, "{width} px: the page is {page_width} px wide in a {window} px window");
+        browser::screenshot_at(&url, &format!("landing-page-{width}.png"), width);
+    }
 
     // A screenshot for a person to look at.
     browser::screenshot(&url, "landing-page.png");

@@ -239,8 +239,14 @@ async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
     // The page as a browser builds it: a header row and one row per lost node.
     let url = format!("http://127.0.0.1:{}/", lab.exporter.port);
     let dom = browser::dom(&url);
-    let table = dom.split("<table id=\"lost\">").nth(1).expect("the lost table").split("</table>").next().unwrap();
-    assert_eq!(table.matches("<tr>").count(), 5, "{table}");
+    let table = dom
+        .split("<table id=\"lost\" class=\"rows\">")
+        .nth(1)
+        .expect("the lost table")
+        .split("</table>")
+        .next()
+        .unwrap();
+    assert_eq!(table.matches("<tr").count(), 5, "{table}");
     assert!(table.contains("no longer wants n1"), "the daemonset_changed fix: {table}");
     browser::screenshot(&url, "lost-nodes.png");
 

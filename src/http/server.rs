@@ -37,6 +37,7 @@ use crate::http::auth::{self, ScrapeAuth};
 use crate::http::state::AppState;
 use crate::http::{explain, negotiate};
 use crate::report::metrics::Exposition;
+use crate::report::scope::Origin;
 use crate::shared::Shared;
 
 /// Connections served at once; further clients wait in the listen backlog. Each holds
@@ -132,7 +133,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for StallGuard<S> {
 
 /// The routes. `auth` guards what reveals the cluster (`/metrics`, `/explain`, `/`), not
 /// the probes: they reveal nothing, and kubelet probes cannot present credentials.
-pub fn router(shared: Arc<Shared>, exposition: Arc<Exposition>, auth: ScrapeAuth) -> Router {
+pub fn router(shared: Arc<Shared>, exposition: Arc<Exposition>, auth: ScrapeAuth, origin: Origin) -> Router {
     let mut guarded = Router::new()
         .route("/metrics", get(metrics_handler))
         .route("/explain", get(explain::explain_json))
@@ -143,7 +144,7 @@ pub fn router(shared: Arc<Shared>, exposition: Arc<Exposition>, auth: ScrapeAuth
     guarded
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready_handler))
-        .with_state(AppState::new(shared, exposition))
+        .with_state(AppState::new(shared, exposition, origin))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIMEOUT))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
 }
@@ -240,13 +241,11 @@ async fn metrics_handler(State(app): State<AppState>, headers: HeaderMap) -> Res
 }
 
 async fn ready_handler(State(app): State<AppState>) -> Response {
-    let waiting = app.shared.not_ready();
-    if waiting.is_empty() {
+    let problems = app.shared.problems();
+    if problems.is_empty() {
         (StatusCode::OK, "ready\n").into_response()
     } else {
-        let names: Vec<_> = waiting.iter().map(|r| r.as_str()).collect();
-        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {} not synced or failing\n", names.join(", ")))
-            .into_response()
+        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready:\n{}\n", problems.join("\n"))).into_response()
     }
 }
 

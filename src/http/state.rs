@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 use crate::report::metrics::Exposition;
+use crate::report::scope::Origin;
 use crate::shared::Shared;
 
 #[derive(Clone)]
@@ -15,11 +16,13 @@ pub(crate) struct AppState {
     /// Renders at once, one per core: more buys no speed, and each blocking thread keeps
     /// its own stack and allocator cache (measured in docs/benchmarks.md).
     pub(crate) renderers: Arc<Semaphore>,
+    /// What the index was read from, named in every answer.
+    pub(crate) origin: Arc<Origin>,
 }
 
 impl AppState {
-    pub(crate) fn new(shared: Arc<Shared>, exposition: Arc<Exposition>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, exposition: Arc<Exposition>, origin: Origin) -> Self {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Self { shared, exposition, renderers: Arc::new(Semaphore::new(threads)) }
+        Self { shared, exposition, renderers: Arc::new(Semaphore::new(threads)), origin: Arc::new(origin) }
     }
 }

@@ -3,8 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::Index;
+use crate::index::{Index, Resource};
 use crate::model::Timestamp;
+pub use crate::report::scope::Selection;
+use crate::report::scope::{LookedAt, Origin};
 use crate::rules::reason::Reason;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -51,6 +53,10 @@ pub struct IneligibleRow {
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Explanation {
+    /// What the answer covers: its source, namespace, DaemonSet, counts and time. An
+    /// exporter older than this field sends none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub looked_at: Option<LookedAt>,
     /// Each misscheduled pod, with its reason, key and suggested fix.
     pub misscheduled: Vec<PodRow>,
     /// Nodes each DaemonSet stopped covering, and why. An exporter older than this list
@@ -67,7 +73,9 @@ impl Explanation {
     pub fn same_answer(&self, other: &Self) -> bool {
         let same_row = |a: &PodRow, b: &PodRow| PodRow { age_seconds: b.age_seconds, ..a.clone() } == *b;
         let same_loss = |a: &LostRow, b: &LostRow| LostRow { age_seconds: b.age_seconds, ..a.clone() } == *b;
-        self.ineligible == other.ineligible
+        let scope = |e: &Self| e.looked_at.clone().map(|l| LookedAt { as_of: String::new(), ..l });
+        scope(self) == scope(other)
+            && self.ineligible == other.ineligible
             && self.misscheduled.len() == other.misscheduled.len()
             && self.misscheduled.iter().zip(&other.misscheduled).all(|(a, b)| same_row(a, b))
             && self.lost.len() == other.lost.len()
@@ -75,52 +83,17 @@ impl Explanation {
     }
 }
 
-/// Which DaemonSets an explanation covers: the `/explain` and `/` query, and the
-/// `explain` and `kubectl misschedule` flags, which send it as that query to an exporter.
-/// Unknown query parameters are refused, so a typo is not read as "all".
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Selection {
-    /// Only this namespace; none or empty (as an HTML form sends) means all.
-    pub namespace: Option<String>,
-    /// Only DaemonSets of this name.
-    pub daemonset: Option<String>,
-}
-
-impl Selection {
-    pub fn namespace(&self) -> Option<&str> {
-        self.namespace.as_deref().filter(|s| !s.is_empty())
-    }
-
-    pub fn daemonset(&self) -> Option<&str> {
-        self.daemonset.as_deref().filter(|s| !s.is_empty())
-    }
-
-    pub fn covers(&self, namespace: &str, name: &str) -> bool {
-        self.namespace().is_none_or(|ns| ns == namespace) && self.daemonset().is_none_or(|ds| ds == name)
-    }
-
-    /// As a URL query string (`namespace=…&daemonset=…`; empty for everything).
-    pub fn to_query(&self) -> String {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        if let Some(ns) = self.namespace() {
-            query.append_pair("namespace", ns);
-        }
-        if let Some(ds) = self.daemonset() {
-            query.append_pair("daemonset", ds);
-        }
-        query.finish()
-    }
-}
-
-/// Rows for the DaemonSets `selection` covers.
-pub fn explain(index: &Index, selection: &Selection, now: Timestamp) -> Explanation {
+/// Rows for the DaemonSets `selection` covers, in an index read from `origin`.
+pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Timestamp) -> Explanation {
     let mut out = Explanation::default();
+    let (mut covered, mut elsewhere) = (0, 0);
     for view in index.daemonsets() {
         let id = &view.ds.id;
         if !selection.covers(&id.namespace, &id.name) {
+            elsewhere += view.misscheduled_pods().len();
             continue;
         }
+        covered += 1;
         for p in view.misscheduled_pods() {
             let reason = p.classification.reason;
             let key = p.classification.key.to_string();
@@ -161,6 +134,19 @@ pub fn explain(index: &Index, selection: &Selection, now: Timestamp) -> Explanat
             });
         }
     }
+    out.looked_at = Some(LookedAt {
+        source: origin.source.clone(),
+        namespace: selection
+            .namespace()
+            .map(str::to_owned)
+            .or_else(|| (!origin.namespaces.is_empty()).then(|| origin.namespaces.join(","))),
+        daemonset: selection.daemonset().map(str::to_owned),
+        daemonsets: covered,
+        nodes: index.len(Resource::Nodes),
+        misscheduled_elsewhere: origin.reads_beyond(selection).then_some(elsewhere),
+        as_of: rfc3339(now),
+        warnings: Vec::new(),
+    });
     out
 }
 
@@ -212,7 +198,7 @@ pub fn lost_fix(reason: Reason, key: &str, node: &str) -> String {
     }
 }
 
-fn rfc3339(t: Timestamp) -> String {
+pub fn rfc3339(t: Timestamp) -> String {
     jiff::Timestamp::from_second(t).map_or_else(|_| t.to_string(), |ts| ts.to_string())
 }
 
@@ -266,22 +252,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_selection_covers_what_it_names_and_travels_as_a_query() {
-        let all = Selection::default();
-        assert!(all.covers("ns", "agent"));
-        assert_eq!(all.to_query(), "");
-        // An empty value, as an HTML form sends it, means all.
-        let blank = Selection { namespace: Some(String::new()), daemonset: Some(String::new()) };
-        assert!(blank.covers("ns", "agent"));
-        assert_eq!(blank.to_query(), "");
-        let one = Selection { namespace: Some("kube system".into()), daemonset: Some("a&b".into()) };
-        assert!(one.covers("kube system", "a&b"));
-        assert!(!one.covers("kube system", "other"));
-        assert!(!one.covers("default", "a&b"));
-        assert_eq!(one.to_query(), "namespace=kube+system&daemonset=a%26b");
-    }
-
-    #[test]
     fn an_older_answer_is_the_same_answer() {
         assert!(of(vec![row("a", 5)]).same_answer(&of(vec![row("a", 65)])));
         assert!(of(vec![]).same_answer(&of(vec![])));
@@ -302,7 +272,8 @@ pub(crate) mod tests {
             key: "gpu".into(),
             nodes: 1,
         };
-        let with_skips = Explanation { misscheduled: vec![row("a", 5)], ineligible: vec![skipped], lost: vec![] };
+        let with_skips =
+            Explanation { misscheduled: vec![row("a", 5)], ineligible: vec![skipped], ..Explanation::default() };
         assert!(!before.same_answer(&with_skips));
     }
 }

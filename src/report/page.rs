@@ -4,24 +4,32 @@
 
 use std::fmt::{self, Display, Write as _};
 
-use crate::report::explain::Explanation;
-use crate::report::text::human_age;
+use crate::report::explain::{Explanation, LostRow, PodRow};
+use crate::report::scope::plural;
+use crate::report::text::{human_age, manager_cell};
+use crate::rules::reason::Reason;
+
+/// Where each reason's runbook section is (`docs/runbooks.md`, one `###` per reason), as the
+/// mixin's `runbookURLPattern` points its alerts.
+pub const RUNBOOKS: &str = "https://github.com/misschedule-exporter/misschedule-exporter/blob/main/docs/runbooks.md";
+
+/// How often the page reloads itself.
+pub const REFRESH_SECONDS: u32 = 30;
 
 /// What the page says about the exporter itself.
 pub struct PageStatus<'a> {
-    /// Resources not yet synced, or whose watch is failing; empty when ready.
-    pub waiting: &'a [&'a str],
-    /// The filter in effect, shown so a narrowed page is not mistaken for the whole cluster.
-    pub namespace: Option<&'a str>,
-    pub daemonset: Option<&'a str>,
+    /// Each resource not yet synced or whose watch is failing, and why; empty when ready.
+    pub problems: &'a [String],
+    /// Every resource has listed once: before that there is no answer to show.
+    pub synced: bool,
+    /// The query names what is not there (a DaemonSet, a namespace not watched).
+    pub error: Option<&'a str>,
+    /// The query string of the filter in effect, for the links to /explain.
+    pub query: &'a str,
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}\
-table{border-collapse:collapse;margin:.5em 0 1.5em}\
-th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}\
-th{background:#f0f0f0}td{white-space:nowrap}td.fix{white-space:normal;max-width:40em}code{font-size:.95em}\
-.warn{background:#fff3cd;padding:.5em;border:1px solid #e0c060}\
-.ok{color:#2a7a2a}nav a{margin-right:1em}";
+/// Inlined into the page, which loads nothing.
+const STYLE: &str = include_str!("page.css");
 
 pub fn render_page(explanation: &Explanation, status: &PageStatus<'_>) -> String {
     let mut out = String::with_capacity(4096 + explanation.misscheduled.len() * 512);
@@ -31,97 +39,75 @@ pub fn render_page(explanation: &Explanation, status: &PageStatus<'_>) -> String
 }
 
 fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'_>) -> fmt::Result {
+    // Relative links: the page works behind `kubectl proxy` and any path prefix.
+    let query = if status.query.is_empty() { String::new() } else { format!("?{}", Escaped(status.query)) };
     write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width\">\
+         <meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\">\
          <title>misschedule-exporter</title><style>{STYLE}</style></head><body>\n\
          <h1>Misscheduled daemon pods</h1>\n\
-         <nav><a href=\"/metrics\">/metrics</a><a href=\"/explain\">/explain</a>\
-         <a href=\"/readyz\">/readyz</a></nav>\n"
+         <nav><a href=\"metrics\">metrics</a><a href=\"explain{query}\">explain (JSON)</a>\
+         <a href=\"readyz\">readyz</a></nav>\n"
     )?;
-    if !status.waiting.is_empty() {
+    if let Some(looked_at) = &explanation.looked_at {
         writeln!(
             out,
-            "<p class=\"warn\">Not ready: {} not synced or failing. What follows may be incomplete.</p>",
-            Escaped(&status.waiting.join(", "))
+            "<p class=\"meta\">As of <time>{}</time>, {}: {} on {}, from {}. Reloads every {REFRESH_SECONDS} s.</p>",
+            Escaped(&looked_at.as_of),
+            Escaped(&looked_at.scope()),
+            plural(looked_at.daemonsets, "DaemonSet"),
+            plural(looked_at.nodes, "node"),
+            Escaped(&looked_at.source),
+        )?;
+        if looked_at.namespace.is_some() || looked_at.daemonset.is_some() {
+            out.push_str("<p>Showing only part of what was read. <a href=\"?\">Show all</a></p>\n");
+        }
+    }
+    if let Some(error) = status.error {
+        writeln!(out, "<p class=\"error\">{}. <a href=\"?\">Show all</a></p>", Escaped(error))?;
+        return out.write_str("</body></html>\n");
+    }
+    if !status.synced {
+        writeln!(
+            out,
+            "<p class=\"error\">No answer yet: the exporter has not read everything it needs.</p>\n<ul>{}</ul>",
+            status.problems.iter().map(|p| format!("<li>{}</li>", Escaped(p))).collect::<String>()
+        )?;
+        return out.write_str("</body></html>\n");
+    }
+    if !status.problems.is_empty() {
+        writeln!(
+            out,
+            "<p class=\"warn\">Not ready: what follows is the last known state and may be out of date.</p>\n<ul>{}</ul>",
+            status.problems.iter().map(|p| format!("<li>{}</li>", Escaped(p))).collect::<String>()
         )?;
     }
-    let mut filters = Vec::new();
-    if let Some(ns) = status.namespace {
-        filters.push(format!("namespace {}", Escaped(ns)));
-    }
-    if let Some(ds) = status.daemonset {
-        filters.push(format!("DaemonSet {}", Escaped(ds)));
-    }
-    if !filters.is_empty() {
-        writeln!(out, "<p>Showing only {}. <a href=\"/\">Show all</a></p>", filters.join(" and "))?;
-    }
 
-    let pods = &explanation.misscheduled;
-    if pods.is_empty() && explanation.lost.is_empty() {
-        out.push_str("<p class=\"ok\">No misscheduled daemon pods.</p>\n");
-    } else if pods.is_empty() {
-        // Not green: nodes below run without their agent.
-        out.push_str("<p>No misscheduled daemon pods.</p>\n");
-    } else {
-        writeln!(out, "<p>{} misscheduled daemon pod{}.</p>", pods.len(), plural(pods.len()))?;
-        out.push_str(
-            "<table id=\"misscheduled\"><thead><tr><th>Namespace</th><th>DaemonSet</th><th>Pod</th>\
-             <th>Node</th><th>Reason</th><th>Key</th><th>Changed by</th><th>Since</th><th>Suggested fix</th></tr></thead><tbody>\n",
-        );
-        for row in pods {
-            writeln!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>\
-                 <td>{}</td><td title=\"{}\">{} ago</td><td class=\"fix\">{}</td></tr>",
-                Escaped(&row.namespace),
-                Escaped(&row.daemonset),
-                Escaped(&row.pod),
-                Escaped(&row.node),
-                Escaped(&row.reason),
-                Escaped(&row.key),
-                Escaped(&row.manager),
-                Escaped(&row.since),
-                human_age(row.age_seconds),
-                Escaped(&row.fix),
-            )?;
-        }
-        out.push_str("</tbody></table>\n");
+    let (expected, action): (Vec<&PodRow>, Vec<&PodRow>) =
+        explanation.misscheduled.iter().partition(|row| is_expected(&row.reason));
+    if explanation.misscheduled.is_empty() {
+        let class = if explanation.lost.is_empty() && status.problems.is_empty() { "ok" } else { "meta" };
+        let text =
+            explanation.looked_at.as_ref().map_or_else(|| "No misscheduled daemon pods.".to_owned(), |l| l.all_clear());
+        writeln!(out, "<p class=\"{class}\">{}</p>", Escaped(text.trim_end()))?;
     }
-
+    if !action.is_empty() {
+        writeln!(out, "<h2 class=\"action\">Needs action: {}</h2>", plural(action.len(), "misscheduled daemon pod"))?;
+        pod_table(out, "misscheduled", &action)?;
+    }
+    if !expected.is_empty() {
+        writeln!(
+            out,
+            "<h2 class=\"expected\">Expected: {}</h2>\n<p class=\"meta\">A node draining away or a DaemonSet change \
+             rolling out. Nothing to do unless it lasts.</p>",
+            plural(expected.len(), "misscheduled daemon pod")
+        )?;
+        pod_table(out, "expected", &expected)?;
+    }
     if !explanation.lost.is_empty() {
-        let lost = &explanation.lost;
-        writeln!(
-            out,
-            "<h2>Lost nodes</h2>\n<p>{} node{} without {} daemon pod: the DaemonSet controller deleted it when the node \
-             stopped qualifying, and the DaemonSet's status counts {} as fine. The reason is the one the pod had.</p>",
-            lost.len(),
-            plural(lost.len()),
-            if lost.len() == 1 { "its" } else { "their" },
-            if lost.len() == 1 { "it" } else { "them" },
-        )?;
-        out.push_str(
-            "<table id=\"lost\"><thead><tr><th>Namespace</th><th>DaemonSet</th><th>Node</th><th>Reason</th>\
-             <th>Key</th><th>Changed by</th><th>Since</th><th>Suggested fix</th></tr></thead><tbody>\n",
-        );
-        for row in lost {
-            writeln!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>\
-                 <td>{}</td><td title=\"{}\">{} ago</td><td class=\"fix\">{}</td></tr>",
-                Escaped(&row.namespace),
-                Escaped(&row.daemonset),
-                Escaped(&row.node),
-                Escaped(&row.reason),
-                Escaped(&row.key),
-                Escaped(&row.manager),
-                Escaped(&row.since),
-                human_age(row.age_seconds),
-                Escaped(&row.fix),
-            )?;
-        }
-        out.push_str("</tbody></table>\n");
+        lost_table(out, &explanation.lost)?;
     }
 
     if !explanation.ineligible.is_empty() {
@@ -148,8 +134,96 @@ fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'
     Ok(())
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
+fn is_expected(reason: &str) -> bool {
+    Reason::from_name(reason).is_some_and(Reason::expected)
+}
+
+const POD_COLUMNS: [&str; 9] =
+    ["Namespace", "DaemonSet", "Pod", "Node", "Reason", "Key", "Changed by", "Since", "Suggested fix"];
+const LOST_COLUMNS: [&str; 8] =
+    ["Namespace", "DaemonSet", "Node", "Reason", "Key", "Changed by", "Since", "Suggested fix"];
+
+fn pod_table(out: &mut String, id: &str, rows: &[&PodRow]) -> fmt::Result {
+    let cells = rows.iter().map(|row| {
+        let [namespace, daemonset, pod, node] =
+            [&row.namespace, &row.daemonset, &row.pod, &row.node].map(|s| Escaped(s).to_string());
+        let [reason, key, manager, since] = common(&row.reason, &row.key, &row.manager, &row.since, row.age_seconds);
+        (false, vec![namespace, daemonset, pod, node, reason, key, manager, since, Escaped(&row.fix).to_string()])
+    });
+    table(out, id, &POD_COLUMNS, cells)
+}
+
+fn lost_table(out: &mut String, lost: &[LostRow]) -> fmt::Result {
+    writeln!(
+        out,
+        "<h2 class=\"action\">Lost nodes</h2>\n<p>{} without {} daemon pod: the DaemonSet controller deleted it when the node \
+         stopped qualifying, and the DaemonSet's status counts {} as fine. The reason is the one the pod had; \
+         grey rows are expected.</p>",
+        plural(lost.len(), "node"),
+        if lost.len() == 1 { "its" } else { "their" },
+        if lost.len() == 1 { "it" } else { "them" },
+    )?;
+    let (action, expected): (Vec<&LostRow>, Vec<&LostRow>) = lost.iter().partition(|row| !is_expected(&row.reason));
+    let cells = action.into_iter().chain(expected).map(|row| {
+        let [namespace, daemonset, node] = [&row.namespace, &row.daemonset, &row.node].map(|s| Escaped(s).to_string());
+        let [reason, key, manager, since] = common(&row.reason, &row.key, &row.manager, &row.since, row.age_seconds);
+        (
+            is_expected(&row.reason),
+            vec![namespace, daemonset, node, reason, key, manager, since, Escaped(&row.fix).to_string()],
+        )
+    });
+    table(out, "lost", &LOST_COLUMNS, cells)
+}
+
+/// The reason (linked), key, manager and age cells both tables have.
+fn common(reason: &str, key: &str, manager: &str, since: &str, age: i64) -> [String; 4] {
+    [
+        ReasonLink(reason).to_string(),
+        format!("<code>{}</code>", Escaped(key)),
+        Escaped(&manager_cell(reason, manager)).to_string(),
+        format!("<span title=\"{}\">{} ago</span>", Escaped(since), human_age(age)),
+    ]
+}
+
+/// A table whose cells carry their column's name, so that a narrow window shows each row
+/// as a card of labelled lines instead of a table wider than the window.
+fn table(out: &mut String, id: &str, columns: &[&str], rows: impl Iterator<Item = (bool, Vec<String>)>) -> fmt::Result {
+    write!(out, "<table id=\"{id}\" class=\"rows\"><thead><tr>")?;
+    columns.iter().try_for_each(|c| write!(out, "<th>{c}</th>"))?;
+    out.push_str("</tr></thead><tbody>\n");
+    for (expected, cells) in rows {
+        out.push_str(if expected { "<tr class=\"expected\">" } else { "<tr>" });
+        for (column, cell) in columns.iter().zip(cells) {
+            let class = match *column {
+                "Since" => " class=\"age\"",
+                "Suggested fix" => " class=\"fix\"",
+                "Key" => " class=\"key\"",
+                _ => "",
+            };
+            write!(out, "<td data-label=\"{column}\"{class}>{cell}</td>")?;
+        }
+        out.push_str("</tr>\n");
+    }
+    out.write_str("</tbody></table>\n")
+}
+
+/// A reason, linked to its runbook section, tagged when it is expected.
+struct ReasonLink<'a>(&'a str);
+
+impl Display for ReasonLink<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match Reason::from_name(self.0) {
+            Some(reason) => {
+                let name = reason.as_str();
+                write!(f, "<a href=\"{RUNBOOKS}#{name}\">{name}</a>")?;
+                if reason.expected() {
+                    f.write_str("<span class=\"tag\">expected</span>")?;
+                }
+                Ok(())
+            }
+            None => Escaped(self.0).fmt(f),
+        }
+    }
 }
 
 /// Text made safe for HTML element content and quoted attribute values.
@@ -177,6 +251,7 @@ impl Display for Escaped<'_> {
 mod tests {
     use super::*;
     use crate::report::explain::{IneligibleRow, LostRow, PodRow};
+    use crate::report::scope::LookedAt;
 
     fn row(key: &str) -> PodRow {
         PodRow {
@@ -193,7 +268,20 @@ mod tests {
         }
     }
 
-    const READY: PageStatus<'static> = PageStatus { waiting: &[], namespace: None, daemonset: None };
+    const READY: PageStatus<'static> = PageStatus { problems: &[], synced: true, error: None, query: "" };
+
+    fn looked_at(namespace: Option<&str>) -> LookedAt {
+        LookedAt {
+            source: "cluster https://k8s:6443".into(),
+            namespace: namespace.map(Into::into),
+            daemonset: None,
+            daemonsets: 2,
+            nodes: 5,
+            misscheduled_elsewhere: None,
+            as_of: "2026-11-25T03:00:00Z".into(),
+            warnings: vec![],
+        }
+    }
 
     #[test]
     fn escapes_every_special_character() {
@@ -214,8 +302,16 @@ mod tests {
 
     #[test]
     fn lists_pods_ineligible_nodes_and_links() {
+        let drain = PodRow {
+            pod: "agent-y".into(),
+            reason: "autoscaler_drain".into(),
+            key: "ToBeDeletedByClusterAutoscaler".into(),
+            manager: String::new(),
+            ..row("pool")
+        };
         let explanation = Explanation {
-            misscheduled: vec![row("pool")],
+            looked_at: Some(looked_at(None)),
+            misscheduled: vec![row("pool"), drain],
             lost: vec![LostRow {
                 namespace: "kube-system".into(),
                 daemonset: "gpu-agent".into(),
@@ -237,32 +333,68 @@ mod tests {
         };
         let page = render_page(&explanation, &READY);
         for text in [
-            "1 misscheduled daemon pod.",
+            "As of <time>2026-11-25T03:00:00Z</time>, in any namespace: 2 DaemonSets on 5 nodes, from cluster https://k8s:6443.",
+            "<meta http-equiv=\"refresh\" content=\"30\">",
+            "<h2 class=\"action\">Needs action: 1 misscheduled daemon pod</h2>",
+            "<h2 class=\"expected\">Expected: 1 misscheduled daemon pod</h2>",
             "agent-x",
-            "label_drift",
+            "<a href=\"https://github.com/misschedule-exporter/misschedule-exporter/blob/main/docs/runbooks.md#label_drift\">label_drift</a>",
+            "autoscaler_drain</a><span class=\"tag\">expected</span>",
+            "<td data-label=\"Changed by\">&lt;unknown&gt;</td>",
             "kubectl-label",
             "5m ago",
             "restore it",
             "<td>7</td>",
-            "<h2>Lost nodes</h2>",
-            "<td>n2</td><td>nfd_change</td>",
-            "<td>nfd-master</td><td title=\"2026-11-22T10:00:00Z\">2h ago</td><td class=\"fix\">check NFD on n2</td>",
+            "<h2 class=\"action\">Lost nodes</h2>",
+            "<td data-label=\"Node\">n2</td><td data-label=\"Reason\"><a href=",
+            ">nfd-master</td><td data-label=\"Since\" class=\"age\"><span title=\"2026-11-22T10:00:00Z\">2h ago</span></td><td data-label=\"Suggested fix\" class=\"fix\">check NFD on n2</td>",
         ] {
             assert!(page.contains(text), "missing {text:?}");
         }
-        for link in ["href=\"/metrics\"", "href=\"/explain\""] {
+        // Relative links: the page works behind kubectl proxy and a path prefix.
+        for link in ["href=\"metrics\"", "href=\"explain\"", "href=\"readyz\""] {
             assert!(page.contains(link), "missing {link}");
         }
+        assert!(!page.contains("href=\"/"), "no absolute link");
+        let (action, expected) = page.split_once("id=\"expected\"").unwrap();
+        assert!(action.contains("agent-x") && !action.contains("agent-y"));
+        assert!(expected.contains("agent-y"));
         assert!(!page.contains("Not ready"));
     }
 
     #[test]
+    fn every_reason_has_its_runbook_section() {
+        let runbooks = include_str!("../../docs/runbooks.md");
+        for reason in Reason::ALL {
+            assert!(runbooks.contains(&format!("\n### `{reason}`\n")), "docs/runbooks.md has no section for {reason}");
+        }
+        let mixin = include_str!("../../mixin/config.libsonnet");
+        assert!(mixin.contains(&format!("'{RUNBOOKS}#%s'")), "the page and the alerts link the same runbooks");
+    }
+
+    #[test]
     fn says_when_nothing_is_misscheduled_or_not_ready_or_filtered() {
-        let status = PageStatus { waiting: &["pods"], namespace: Some("a&b"), daemonset: None };
-        let page = render_page(&Explanation::default(), &status);
-        assert!(page.contains("No misscheduled daemon pods."));
-        assert!(page.contains("Not ready: pods"));
-        assert!(page.contains("Showing only namespace a&amp;b."));
+        let quiet = Explanation { looked_at: Some(looked_at(Some("a&b"))), ..Explanation::default() };
+        let page = render_page(&quiet, &READY);
+        assert!(
+            page.contains("No misscheduled daemon pods in namespace a&amp;b: 2 DaemonSets on 5 nodes checked"),
+            "{page}"
+        );
+        assert!(page.contains("Showing only part of what was read. <a href=\"?\">Show all</a>"));
         assert!(!page.contains("<table"));
+
+        let problems = ["pods: watch failing, serving the last list: HTTP 503".to_owned()];
+        let failing = PageStatus { problems: &problems, ..READY };
+        let page = render_page(&quiet, &failing);
+        assert!(page.contains("Not ready: what follows is the last known state") && page.contains("<li>pods: watch"));
+        // Before the first lists, no answer at all: never a green line.
+        let unsynced = PageStatus { synced: false, ..failing };
+        let page = render_page(&Explanation::default(), &unsynced);
+        assert!(page.contains("No answer yet") && !page.contains("No misscheduled"), "{page}");
+
+        let missing = PageStatus { error: Some("daemonsets.apps \"x\" not found"), ..READY };
+        let page = render_page(&Explanation::default(), &missing);
+        assert!(page.contains("class=\"error\">daemonsets.apps &quot;x&quot; not found."));
+        assert!(!page.contains("No misscheduled"));
     }
 }

@@ -47,11 +47,43 @@ pub fn print(explanation: &Explanation, output: Output) -> Result<String, Output
     })
 }
 
+/// The MANAGER cell: who made the change, `<unknown>` when no record names one, and `-`
+/// for the reasons where the node did not change.
+pub fn manager_cell(reason: &str, manager: &str) -> String {
+    match (reason, manager) {
+        ("daemonset_changed" | "node_name_mismatch", _) => "-".to_owned(),
+        (_, "") => UNKNOWN.to_owned(),
+        (_, manager) => manager.to_owned(),
+    }
+}
+
+const UNKNOWN: &str = "<unknown>";
+
+/// Why a manager is unknown, and who would know: said once under the table.
+fn unknown_manager_note(source: &str) -> String {
+    let (before, ask) = match source.strip_prefix("exporter ") {
+        Some(_) => ("before the exporter started", "a replica that was running then may know"),
+        None => (
+            "before it was read",
+            "a running exporter that watched it go knows: --from-exporter NAMESPACE/SERVICE asks it",
+        ),
+    };
+    let snapshot = if source.starts_with("snapshot") { "; a snapshot needs --show-managed-fields" } else { "" };
+    format!(
+        "\nMANAGER {UNKNOWN}: no managedFields entry names who made the change (a label or taint removed {before} leaves none{snapshot}); {ask}.\n"
+    )
+}
+
 /// Aligned text tables; `wide` adds the suggested fix and the nodes each DaemonSet skips.
 fn render(explanation: &Explanation, wide: bool) -> String {
     let mut out = String::new();
+    let source = explanation.looked_at.as_ref().map_or("", |l| l.source.as_str());
     if explanation.misscheduled.is_empty() {
-        out.push_str("No misscheduled daemon pods.\n");
+        match &explanation.looked_at {
+            Some(looked_at) => out.push_str(&looked_at.all_clear()),
+            None => out
+                .push_str("No misscheduled daemon pods (the exporter is older and does not say what it looked at).\n"),
+        }
     } else {
         let row = |r: &PodRow| {
             [
@@ -61,7 +93,7 @@ fn render(explanation: &Explanation, wide: bool) -> String {
                 r.node.clone(),
                 r.reason.clone(),
                 r.key.clone(),
-                r.manager.clone(),
+                manager_cell(&r.reason, &r.manager),
                 human_age(r.age_seconds),
             ]
         };
@@ -91,7 +123,7 @@ fn render(explanation: &Explanation, wide: bool) -> String {
                 r.node.clone(),
                 r.reason.clone(),
                 r.key.clone(),
-                r.manager.clone(),
+                manager_cell(&r.reason, &r.manager),
                 human_age(r.age_seconds),
                 r.fix.clone(),
             ]
@@ -121,6 +153,14 @@ fn render(explanation: &Explanation, wide: bool) -> String {
             .map(|r| [r.namespace.clone(), r.daemonset.clone(), r.reason.clone(), r.key.clone(), r.nodes.to_string()])
             .collect();
         table(&mut out, ["NAMESPACE", "DAEMONSET", "REASON", "KEY", "NODES"], &rows);
+    }
+    let cells = explanation.misscheduled.iter().map(|r| (&r.reason, &r.manager));
+    if cells.chain(explanation.lost.iter().map(|r| (&r.reason, &r.manager))).any(|(r, m)| manager_cell(r, m) == UNKNOWN)
+    {
+        out.push_str(&unknown_manager_note(source));
+    }
+    for warning in explanation.looked_at.iter().flat_map(|l| &l.warnings) {
+        out.push_str(&format!("\nWarning: {warning}\n"));
     }
     out
 }
@@ -155,6 +195,30 @@ pub fn table<const N: usize>(out: &mut String, header: [&str; N], rows: &[[Strin
 mod tests {
     use super::*;
     use crate::report::explain::tests::{lost_row, of, row};
+    use crate::report::scope::LookedAt;
+
+    #[test]
+    fn an_unknown_manager_is_said_unknown_with_who_would_know() {
+        let removed = PodRow { reason: "label_drift".into(), manager: String::new(), ..row("a", 5) };
+        let mut answer = of(vec![removed]);
+        answer.looked_at = Some(LookedAt { source: "cluster https://k8s".into(), ..LookedAt::default() });
+        let table = print(&answer, Output::Table).unwrap();
+        assert!(table.contains("label_drift  dedicated  <unknown>"), "{table}");
+        assert!(table.contains("\nMANAGER <unknown>: no managedFields entry names who made the change"), "{table}");
+        assert!(table.contains("--from-exporter NAMESPACE/SERVICE asks it"), "{table}");
+        answer.looked_at = Some(LookedAt { source: "snapshot s.json".into(), ..LookedAt::default() });
+        assert!(print(&answer, Output::Table).unwrap().contains("a snapshot needs --show-managed-fields"));
+        // Where the node did not change, there is no manager to know: a dash, no note.
+        let changed = PodRow { reason: "daemonset_changed".into(), manager: String::new(), ..row("a", 5) };
+        let table = print(&of(vec![changed]), Output::Table).unwrap();
+        assert!(table.contains("daemonset_changed  dedicated  -  ") && !table.contains("MANAGER <unknown>"), "{table}");
+        // JSON keeps the contract: an empty string.
+        assert!(
+            print(&of(vec![PodRow { manager: String::new(), ..row("a", 5) }]), Output::Json)
+                .unwrap()
+                .contains("\"manager\": \"\"")
+        );
+    }
 
     #[test]
     fn lost_nodes_have_their_own_section() {

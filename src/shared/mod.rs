@@ -88,6 +88,42 @@ impl Shared {
         let index = self.read();
         Resource::ALL.into_iter().filter(|&r| !index.is_synced(r) || !self.readiness.healthy(r)).collect()
     }
+
+    /// Each resource that is not ready, and why, one line each: `nodes: not listed yet`,
+    /// or the watch's last failure (`nodes: nodes is forbidden: …; grant …`).
+    pub fn problems(&self) -> Vec<String> {
+        let synced = {
+            let index = self.read();
+            Resource::ALL.map(|r| index.is_synced(r))
+        };
+        let lines = Resource::ALL
+            .into_iter()
+            .zip(synced)
+            .filter_map(|(resource, synced)| {
+                let name = resource.as_str();
+                match (synced, self.readiness.failure(resource)) {
+                    (true, None) => None,
+                    (false, None) => Some(format!("{name}: not listed yet")),
+                    (true, Some(why)) => Some(format!("{name}: watch failing, serving the last list: {why}")),
+                    (false, Some(why)) => Some(format!("{name}: cannot list: {why}")),
+                }
+            })
+            .collect();
+        said_once(lines)
+    }
+}
+
+/// Lines whose advice (what follows their last `; `) a later line repeats, without it: every
+/// resource refused for one token needs the same grant, said once, last.
+fn said_once(mut lines: Vec<String>) -> Vec<String> {
+    let advice = |line: &str| line.rfind("; ").map(|at| line[at..].to_owned());
+    for i in 0..lines.len() {
+        if let Some(tail) = advice(&lines[i]).filter(|tail| lines[i + 1..].iter().any(|l| l.ends_with(tail.as_str()))) {
+            let kept = lines[i].len() - tail.len();
+            lines[i].truncate(kept);
+        }
+    }
+    lines
 }
 
 /// New generations of the index, coalesced: a reader that redoes work per generation (the
@@ -117,6 +153,20 @@ impl Generations {
 mod tests {
     use super::*;
     use crate::index::Config;
+
+    #[test]
+    fn the_same_advice_is_said_once_last() {
+        let lines = said_once(vec![
+            "nodes: nodes is forbidden (HTTP 403); grant it".into(),
+            "pods: not listed yet".into(),
+            "pods: pods is forbidden (HTTP 403); grant it".into(),
+            "revisions: HTTP 500: oops; try later".into(),
+        ]);
+        assert_eq!(lines[0], "nodes: nodes is forbidden (HTTP 403)");
+        assert_eq!(lines[1], "pods: not listed yet");
+        assert_eq!(lines[2], "pods: pods is forbidden (HTTP 403); grant it");
+        assert_eq!(lines[3], "revisions: HTTP 500: oops; try later");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn readers_wake_on_each_new_generation_coalesced_and_spaced() {

@@ -22,16 +22,20 @@ pub struct WatchHealth {
     /// 0: no failure yet. `FAILING`: failed, and no list has completed since. Otherwise the
     /// unix milliseconds at which the first list after the last failure completed.
     clean_since_ms: AtomicI64,
+    /// What the last failure was, in one line: what `/readyz`, `/explain` and the page say.
+    last_failure: Mutex<String>,
 }
 
 const FAILING: i64 = -1;
 
 impl WatchHealth {
     fn new() -> Self {
-        Self { clean_since_ms: AtomicI64::new(0) }
+        Self { clean_since_ms: AtomicI64::new(0), last_failure: Mutex::new(String::new()) }
     }
 
-    pub fn failed(&self) {
+    /// The watch failed, for `why` (one line).
+    pub fn failed(&self, why: &str) {
+        *self.last_failure.lock() = why.to_owned();
         self.clean_since_ms.store(FAILING, Ordering::Relaxed);
     }
 
@@ -69,6 +73,13 @@ impl Readiness {
         let now_ms = unix_ms();
         self.watches[resource as usize].lock().iter().all(|w| w.healthy_at(now_ms))
     }
+
+    /// Why the resource's watch is failing: the last failure of one that is not healthy.
+    pub fn failure(&self, resource: Resource) -> Option<String> {
+        let now_ms = unix_ms();
+        let watches = self.watches[resource as usize].lock();
+        watches.iter().find(|w| !w.healthy_at(now_ms)).map(|w| w.last_failure.lock().clone())
+    }
 }
 
 #[cfg(test)]
@@ -88,7 +99,7 @@ mod tests {
     #[test]
     fn a_failed_watch_stays_failing_through_any_backoff() {
         let watch = WatchHealth::new();
-        watch.failed();
+        watch.failed("x");
         assert!(!watch.healthy_at(1_000));
         assert!(!watch.healthy_at(i64::MAX), "no time window turns it green");
     }
@@ -96,7 +107,7 @@ mod tests {
     #[test]
     fn a_failed_watch_recovers_once_clean_for_long_enough_after_its_list() {
         let watch = WatchHealth::new();
-        watch.failed();
+        watch.failed("x");
         watch.listed(10_000);
         assert!(!watch.healthy_at(10_000));
         assert!(!watch.healthy_at(10_000 + CLEAN_MS - 1));
@@ -105,7 +116,7 @@ mod tests {
         watch.listed(10_000 + CLEAN_MS);
         assert!(watch.healthy_at(10_000 + CLEAN_MS));
         // ...but a failure does, however long the watch had been clean.
-        watch.failed();
+        watch.failed("x");
         assert!(!watch.healthy_at(10_000 + 10 * CLEAN_MS));
         watch.listed(20_000 * CLEAN_MS);
         assert!(!watch.healthy_at(20_000 * CLEAN_MS + 1));
@@ -117,10 +128,12 @@ mod tests {
         assert!(readiness.healthy(Resource::Pods), "no watch at all (snapshot mode)");
         let a = readiness.watch(Resource::Pods);
         let b = readiness.watch(Resource::Pods);
-        a.failed();
+        a.failed("refused");
         // Another namespace's relist proves nothing about this one.
         b.listed(unix_ms() - 2 * CLEAN_MS);
         assert!(!readiness.healthy(Resource::Pods));
+        assert_eq!(readiness.failure(Resource::Pods).as_deref(), Some("refused"));
+        assert_eq!(readiness.failure(Resource::Nodes), None);
         assert!(readiness.healthy(Resource::Nodes));
         a.listed(unix_ms() - 2 * CLEAN_MS);
         assert!(readiness.healthy(Resource::Pods));

@@ -7,17 +7,20 @@ use std::time::Duration;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+use crate::source::advice;
+
 /// How long the API server may take to answer the first request.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
-    #[error("cannot read kubeconfig {path}: {source}")]
-    Kubeconfig { path: String, source: kube::config::KubeconfigError },
+    /// Only the root cause: kube's errors repeat the path in each layer.
+    #[error("cannot read kubeconfig {path}: {}", advice::root_cause(.error))]
+    Kubeconfig { path: String, error: kube::config::KubeconfigError },
     #[error("cannot load a Kubernetes client configuration: {0}")]
     Config(String),
-    #[error("cannot reach the API server at {server}: {source}")]
-    Unreachable { server: String, source: kube::Error },
+    #[error("cannot reach the API server at {server}: {}", advice::kube_error_line(.error))]
+    Unreachable { server: String, error: kube::Error },
     #[error("the API server at {server} did not answer within {timeout:?}")]
     Timeout { server: String, timeout: Duration },
 }
@@ -29,25 +32,36 @@ pub async fn config(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<
     let loaded = match (kubeconfig, context) {
         (Some(path), _) => {
             let file = Kubeconfig::read_from(path)
-                .map_err(|source| ConnectError::Kubeconfig { path: path.display().to_string(), source })?;
+                .map_err(|error| ConnectError::Kubeconfig { path: path.display().to_string(), error })?;
             kube::Config::from_custom_kubeconfig(file, &options).await.map_err(|e| e.to_string())
         }
         (None, Some(_)) => kube::Config::from_kubeconfig(&options).await.map_err(|e| e.to_string()),
         (None, None) => kube::Config::infer().await.map_err(|e| e.to_string()),
     };
-    loaded.map_err(ConnectError::Config)
+    let mut config = loaded.map_err(ConnectError::Config)?;
+    // kube's client would retry 429/503/504 inside each call, up to 15 times and minutes
+    // apart, saying nothing: the watches retry themselves, visibly (source::retry, honouring
+    // Retry-After), an Event that fails waits for a later round, and a one-shot command
+    // fails in seconds with one line.
+    config.default_retry = false;
+    Ok(config)
+}
+
+/// The API server's address as an answer names it: `https://host:6443`.
+pub fn server(config: &kube::Config) -> String {
+    config.cluster_url.to_string().trim_end_matches('/').to_owned()
 }
 
 /// A client for `config` that has answered the API server's version.
 pub async fn client(config: kube::Config) -> Result<Client, ConnectError> {
-    let server = config.cluster_url.to_string();
+    let server = server(&config);
     let client = Client::try_from(config).map_err(|e| ConnectError::Config(e.to_string()))?;
     match tokio::time::timeout(CONNECT_TIMEOUT, client.apiserver_version()).await {
         Ok(Ok(version)) => {
             tracing::info!(%server, version = %version.git_version, "connected to the API server");
             Ok(client)
         }
-        Ok(Err(source)) => Err(ConnectError::Unreachable { server, source }),
+        Ok(Err(error)) => Err(ConnectError::Unreachable { server, error }),
         Err(_) => Err(ConnectError::Timeout { server, timeout: CONNECT_TIMEOUT }),
     }
 }

@@ -1,8 +1,9 @@
 //! Where the index's events come from: live watches of the API server (`watch`, after
 //! `connect`), one list of everything (`list`, for one-shot answers), or snapshot files.
 //! `request` sends a watch's calls, `progress` judges how each ended, and `retry` decides
-//! when a failed watch relists.
+//! when a failed watch relists; `advice` says what an API server's refusal asks for.
 
+pub mod advice;
 mod burst;
 pub mod connect;
 pub mod list;

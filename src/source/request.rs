@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::io::StreamReader;
 
+use super::advice;
 use super::progress::Failure;
 
 /// The longest watch line read: an object's limit in etcd is 1.5 MiB, a few times that
@@ -25,7 +26,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Why a call brought nothing usable, in words that say which call.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
-    #[error("HTTP {code}{}: {message}", retry_after.map(|d| format!(" (retry after {}s)", d.as_secs())).unwrap_or_default())]
+    #[error("{}{}", advice::status_line(*code, message), retry_after.map(|d| format!(" (retry after {}s)", d.as_secs())).unwrap_or_default())]
     Status { code: u16, message: String, retry_after: Option<Duration> },
     #[error("watch ended with an ERROR event {code}: {message}")]
     WatchStatus { code: u16, message: String },

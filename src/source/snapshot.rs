@@ -29,6 +29,10 @@ pub enum SnapshotError {
     UnknownKind { path: PathBuf, position: usize, what: String, kind: String },
     #[error("{path}: {source}")]
     Invalid { path: PathBuf, source: ConvertError },
+    #[error("{files}: {what}; make one with `{RECIPE}`")]
+    Empty { files: String, what: &'static str },
+    #[error("namespaces {namespace:?} not found in snapshot {files} (it holds {held})")]
+    NoNamespace { namespace: String, files: String, held: String },
 }
 
 /// The objects of one or more snapshot files, by kind.
@@ -38,7 +42,14 @@ pub struct Snapshot {
     pub daemonsets: Vec<(PathBuf, DaemonSet)>,
     pub revisions: Vec<(PathBuf, ControllerRevision)>,
     pub pods: Vec<(PathBuf, SlimPod)>,
+    /// The files read, in order: an answer names them.
+    paths: Vec<PathBuf>,
 }
+
+/// How a snapshot is made: `--show-managed-fields`, since kubectl drops managedFields
+/// otherwise and every `manager` would be unknown.
+pub const RECIPE: &str =
+    "kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json --show-managed-fields > snapshot.json";
 
 impl Snapshot {
     pub fn read_files(paths: &[PathBuf]) -> Result<Self, SnapshotError> {
@@ -47,11 +58,48 @@ impl Snapshot {
             let bytes = std::fs::read(path).map_err(|source| SnapshotError::Read { path: path.clone(), source })?;
             snapshot.add_bytes(path, &bytes)?;
         }
-        Ok(snapshot)
+        // Nothing to check against must not read as nothing misscheduled.
+        let empty = |what| Err(SnapshotError::Empty { files: snapshot.files(), what });
+        match (snapshot.nodes.is_empty(), snapshot.daemonsets.is_empty(), snapshot.pods.is_empty()) {
+            (true, true, true) if snapshot.revisions.is_empty() => {
+                empty("no Nodes, DaemonSets, ControllerRevisions or Pods")
+            }
+            (true, _, _) => empty("no Nodes, so no DaemonSet can be checked"),
+            _ => Ok(snapshot),
+        }
+    }
+
+    /// The files read, as an answer names them: `a.json, b.yaml`.
+    pub fn files(&self) -> String {
+        let names: Vec<String> = self.paths.iter().map(|p| p.display().to_string()).collect();
+        names.join(", ")
+    }
+
+    /// Every namespace in `wanted` holds something in the snapshot: a DaemonSet, a revision
+    /// or a pod. A namespace it knows nothing of is a typo, or the wrong file.
+    pub fn check_namespaces(&self, wanted: &[String]) -> Result<(), SnapshotError> {
+        let mut held: Vec<&str> = (self.daemonsets.iter().map(|(_, d)| d.metadata.namespace.as_deref()))
+            .chain(self.revisions.iter().map(|(_, r)| r.metadata.namespace.as_deref()))
+            .chain(self.pods.iter().map(|(_, p)| p.metadata.namespace.as_deref()))
+            .flatten()
+            .collect();
+        held.sort_unstable();
+        held.dedup();
+        match wanted.iter().find(|ns| !held.contains(&ns.as_str())) {
+            None => Ok(()),
+            Some(namespace) => Err(SnapshotError::NoNamespace {
+                namespace: namespace.clone(),
+                files: self.files(),
+                held: if held.is_empty() { "no namespaced objects".to_owned() } else { held.join(", ") },
+            }),
+        }
     }
 
     /// Parse one file's contents; `path` only names it in errors.
     pub fn add_bytes(&mut self, path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
+        if !self.paths.iter().any(|p| p == path) {
+            self.paths.push(path.to_owned());
+        }
         let text = std::str::from_utf8(bytes)
             .map_err(|e| SnapshotError::NotUtf8 { path: path.to_owned(), offset: e.valid_up_to() })?;
         let mut position = 0;
@@ -61,12 +109,17 @@ impl Snapshot {
         Ok(())
     }
 
+    /// `position` counts objects, not the Lists around them: the first item of a List is
+    /// object #1.
     fn add_value(&mut self, path: &Path, value: Value, position: &mut usize) -> Result<(), SnapshotError> {
-        *position += 1;
+        let is_list = value.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"));
+        if !is_list {
+            *position += 1;
+        }
         let what = describe(&value);
         let object_error = |message: String| SnapshotError::Object {
             path: path.to_owned(),
-            position: *position,
+            position: *position + usize::from(is_list),
             what: what.clone(),
             message,
         };
@@ -254,7 +307,7 @@ mod tests {
 
         let unknown = r#"{"kind":"List","items":[{"kind":"Secret","metadata":{"name":"s","namespace":"x"}}]}"#;
         let err = parse(unknown).unwrap_err().to_string();
-        assert!(err.contains("object #2 (Secret x/s): unsupported kind \"Secret\""), "{err}");
+        assert!(err.contains("object #1 (Secret x/s): unsupported kind \"Secret\""), "{err}");
 
         let wrong_type = r#"{"kind":"Node","metadata":{"name":"n","labels":{"a":1}}}"#;
         let err = parse(wrong_type).unwrap_err().to_string();

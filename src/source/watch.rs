@@ -210,7 +210,8 @@ impl Watch {
                     let delay = retry.after_expiry(attempt);
                     early_expiries = if attempt.proved_clean() { 0 } else { early_expiries + 1 };
                     if early_expiries >= 2 {
-                        health.failed();
+                        health
+                            .failed("each watch expires (410 Gone) right after its list, so only relists see changes");
                     }
                     tracing::info!(resource = resource.as_str(), namespace = burst.namespace, relist_in = ?delay, "watch expired (410 Gone); relisting");
                     delay
@@ -219,7 +220,7 @@ impl Watch {
                     stalled = failure == Failure::Stalled;
                     early_expiries = 0;
                     self.telemetry.record_failure(resource, failure);
-                    health.failed();
+                    health.failed(&error);
                     let delay = retry.after_failure(attempt);
                     burst.failed(attempt, failure, &error, delay);
                     delay

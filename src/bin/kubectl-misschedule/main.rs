@@ -19,11 +19,13 @@ use clap::{Parser, Subcommand};
 use misschedule_exporter::cli::{self, Classification, Exit, LogFormat};
 use misschedule_exporter::clock::unix_now;
 use misschedule_exporter::index::Index;
+use misschedule_exporter::once::Reading;
 use misschedule_exporter::report::explain::{self, Explanation, Selection};
+use misschedule_exporter::report::scope::Origin;
 use misschedule_exporter::report::text::{self, Output};
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::source::snapshot::Snapshot;
-use misschedule_exporter::source::{connect, list, watch};
+use misschedule_exporter::source::{connect, watch};
 use misschedule_exporter::telemetry::Telemetry;
 
 use self::exporter::ExporterService;
@@ -125,9 +127,12 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         return what_if::run(&cli, change).await;
     }
     if !cli.scope.snapshot.is_empty() {
+        let namespaces: Vec<String> = cli.scope.namespace.iter().cloned().collect();
+        let snapshot = Snapshot::read_files(&cli.scope.snapshot).map_err(|e| (Exit::Snapshot, e.into()))?;
+        let reading = Reading::snapshot(fresh_index(&cli, cli.scope.namespace.as_deref()), snapshot, namespaces)
+            .map_err(|e| (Exit::Snapshot, e.into()))?;
         let selection = Selection { namespace: cli.scope.namespace.clone(), daemonset: cli.scope.daemonset.clone() };
-        let index = from_snapshot(&cli, selection.namespace())?;
-        return answer(&cli, &explain::explain(&index, &selection, unix_now()));
+        return answer(&cli, &reading.explain(&selection, unix_now()).map_err(|e| (Exit::Config, e.into()))?);
     }
     let config = connect::config(cli.scope.kubeconfig.as_deref(), cli.scope.context.as_deref())
         .await
@@ -137,14 +142,16 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
     } else {
         Some(cli.scope.namespace.clone().unwrap_or_else(|| config.default_namespace.clone()))
     };
+    let server = connect::server(&config);
     let client = connect::client(config).await.map_err(cli::connect_failure)?;
     let selection = Selection { namespace, daemonset: cli.scope.daemonset.clone() };
+    let namespaces: Vec<String> = selection.namespace.iter().cloned().collect();
 
     if let Some(target) = &cli.from_exporter {
         let target = ExporterService::parse(target).map_err(|e| (Exit::Config, e))?;
         let mut screen = Screen::new(cli.output);
         loop {
-            let explanation = target.explain(&client, &selection).await.map_err(|e| (Exit::Unreachable, e))?;
+            let explanation = target.explain(&client, &selection).await?;
             if !cli.watch {
                 return answer(&cli, &explanation);
             }
@@ -155,16 +162,21 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         }
     }
 
-    let namespaces: Vec<String> = selection.namespace.iter().cloned().collect();
-    let mut index = cli.classification.index(namespaces.len());
-    index.set_now(unix_now());
+    let index = fresh_index(&cli, selection.namespace());
     if !cli.watch {
-        list::list_into(&mut index, &client, selection.namespace(), &cli.classification.pod_selector)
+        let reading = Reading::cluster(index, &client, &server, namespaces, &cli.classification.pod_selector)
             .await
-            .map_err(|e| (Exit::Unreachable, e.into()))?;
-        return answer(&cli, &explain::explain(&index, &selection, unix_now()));
+            .map_err(cli::list_failure)?;
+        return answer(&cli, &reading.explain(&selection, unix_now()).map_err(|e| (Exit::Config, e.into()))?);
     }
 
+    // The first list, as a one-shot answer makes it, fails fast and says why; the watches
+    // then take over from an empty index.
+    let pods = &cli.classification.pod_selector;
+    Reading::cluster(fresh_index(&cli, selection.namespace()), &client, &server, namespaces.clone(), pods)
+        .await
+        .map_err(cli::list_failure)?;
+    let origin = Origin::new(format!("cluster {server}"), namespaces.clone());
     let shared = Arc::new(Shared::new(index));
     let config = watch::WatchConfig::new(namespaces, cli.classification.pod_selector.clone());
     let _watches = watch::spawn_all(client, &config, shared.clone(), Arc::new(Telemetry::default()));
@@ -176,8 +188,11 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
             if !index.synced() {
                 continue;
             }
-            explain::explain(&index, &selection, unix_now())
+            explain::explain(&index, &selection, &origin, unix_now())
         };
+        if let Some(Err(error)) = explanation.looked_at.as_ref().map(|l| l.check()) {
+            return Err((Exit::Config, error.into()));
+        }
         if !screen.show(explanation).map_err(|e| (Exit::Runtime, e))? {
             break;
         }
@@ -187,11 +202,6 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
 
 /// The index of the snapshot files, with the DaemonSets, revisions and pods of `namespace`
 /// (or all).
-fn from_snapshot(cli: &Cli, namespace: Option<&str>) -> Result<Index, Failure> {
-    let snapshot = Snapshot::read_files(&cli.scope.snapshot).map_err(|e| (Exit::Snapshot, e.into()))?;
-    snapshot_index(cli, snapshot, namespace)
-}
-
 fn snapshot_index(cli: &Cli, snapshot: Snapshot, namespace: Option<&str>) -> Result<Index, Failure> {
     let mut index = fresh_index(cli, namespace);
     let namespaces: Vec<String> = namespace.into_iter().map(str::to_owned).collect();

@@ -106,9 +106,10 @@ async fn nodes_change(cli: &Cli, change: &NodeChange, label: bool) -> Result<Ans
     let (mut index, current, source) = if cli.scope.snapshot.is_empty() {
         let (client, source) = connect_client(cli).await?;
         let mut index = fresh_index(cli, namespace.as_deref());
-        list::list_into(&mut index, &client, namespace.as_deref(), &cli.classification.pod_selector)
+        let namespaces: Vec<String> = namespace.iter().cloned().collect();
+        list::list_into(&mut index, &client, &namespaces, &cli.classification.pod_selector)
             .await
-            .map_err(|e| (Exit::Unreachable, e.into()))?;
+            .map_err(cli::list_failure)?;
         let mut current = Vec::new();
         if selected {
             current = list::nodes(&client, &selector_text).await.map_err(|e| (Exit::Unreachable, e.into()))?;
@@ -159,6 +160,10 @@ async fn nodes_change(cli: &Cli, change: &NodeChange, label: bool) -> Result<Ans
     }
     let selection = Selection { namespace: namespace.clone(), daemonset: cli.scope.daemonset.clone() };
     let outcome = simulate::nodes(&mut index, &selection, current, edited).map_err(bad_input)?;
+    if let (Some(name), 0) = (cli.scope.daemonset.as_deref(), outcome.daemonsets) {
+        let scope = namespace.as_deref().map_or("in any namespace".to_owned(), |ns| format!("in namespace {ns}"));
+        return Err(bad_input(anyhow!("daemonsets.apps {name:?} not found {scope} ({source})")));
+    }
     let mut words = vec![what.to_owned()];
     words.extend(change.args.iter().cloned());
     if let Some(selector) = &change.selector {
@@ -196,12 +201,13 @@ async fn apply(cli: &Cli, files: &[PathBuf]) -> Result<Answer, Failure> {
     let namespace = one_namespace(&manifests);
     let (mut index, source) = match connection {
         Some(config) => {
-            let source = format!("cluster {}", config.cluster_url);
+            let source = format!("cluster {}", connect::server(&config));
             let client = connect::client(config).await.map_err(cli::connect_failure)?;
             let mut index = fresh_index(cli, namespace.as_deref());
-            list::list_into(&mut index, &client, namespace.as_deref(), &cli.classification.pod_selector)
+            let namespaces: Vec<String> = namespace.iter().cloned().collect();
+            list::list_into(&mut index, &client, &namespaces, &cli.classification.pod_selector)
                 .await
-                .map_err(|e| (Exit::Unreachable, e.into()))?;
+                .map_err(cli::list_failure)?;
             (index, source)
         }
         None => {
@@ -238,7 +244,7 @@ async fn connect_client(cli: &Cli) -> Result<(kube::Client, String), Failure> {
     let config = connect::config(cli.scope.kubeconfig.as_deref(), cli.scope.context.as_deref())
         .await
         .map_err(cli::connect_failure)?;
-    let source = format!("cluster {}", config.cluster_url);
+    let source = format!("cluster {}", connect::server(&config));
     Ok((connect::client(config).await.map_err(cli::connect_failure)?, source))
 }
 
