@@ -47,9 +47,11 @@ struct Cli {
     #[command(flatten)]
     web: Web,
 
-    /// Write a Warning Event (reason Misscheduled) on the DaemonSet when one of its pods
-    /// becomes misscheduled or its reason changes, so `kubectl describe daemonset` says
-    /// why. Needs create and patch on events.k8s.io events. Live mode only.
+    /// Write Events on the DaemonSet, so `kubectl describe daemonset` says why: Misscheduled
+    /// when a pod becomes misscheduled or its reason changes, NodeLost when a node loses its
+    /// pod, Recovered when either is over. Warning, or Normal for what is expected (a drain,
+    /// a DaemonSet change) and for recoveries. Needs create, get and patch on events.k8s.io
+    /// events (get and patch count a repeat on an existing Event). Live mode only.
     #[arg(long, env = "MISSCHEDULE_EVENTS", conflicts_with = "snapshot")]
     events: bool,
 
@@ -73,7 +75,8 @@ struct Source {
     context: Option<String>,
 
     /// Read the cluster from files instead of watching it: the output of
-    /// `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json` (or -o yaml).
+    /// `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json --show-managed-fields`
+    /// (or -o yaml; without that flag kubectl drops who changed what).
     /// Repeat, or separate with commas in the env var.
     #[arg(long, env = "MISSCHEDULE_SNAPSHOT", value_delimiter = ',', global = true)]
     snapshot: Vec<PathBuf>,

@@ -81,6 +81,24 @@ fn explain_endpoint_serves_the_cli_object_and_filters() {
 }
 
 #[test]
+fn a_namespace_the_exporter_does_not_read_is_a_404() {
+    let exporter = Exporter::spawn(&["--snapshot", SNAPSHOT, "-n", "monitoring"], std::process::Stdio::null());
+    support::http::wait_ok(exporter.port, "/readyz", std::time::Duration::from_secs(10));
+    let (status, body) = exporter.get("/explain?namespace=kube-system").unwrap();
+    assert_eq!(status, 404, "{body}");
+    let refusal: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        refusal["message"],
+        format!("namespace kube-system was not read: snapshot {SNAPSHOT} holds only monitoring")
+    );
+    let (status, page) = exporter.get("/?namespace=kube-system").unwrap();
+    assert_eq!(status, 404);
+    assert!(page.contains("namespace kube-system was not read") && !page.contains("No misscheduled"), "{page}");
+    // What it reads, it names: the answer covers monitoring only.
+    assert_eq!(get_json(&exporter, "/explain")["looked_at"]["namespace"], "monitoring");
+}
+
+#[test]
 fn bad_parameters_get_a_clear_400() {
     let exporter = Exporter::snapshot(&[SNAPSHOT]);
     for path in ["/explain?daemonsets=x", "/?namespace=a&namespace=b"] {

@@ -61,17 +61,17 @@ const UNKNOWN: &str = "<unknown>";
 
 /// Why a manager is unknown, and who would know: said once under the table.
 fn unknown_manager_note(source: &str) -> String {
-    let (before, ask) = match source.strip_prefix("exporter ") {
-        Some(_) => ("before the exporter started", "a replica that was running then may know"),
-        None => (
-            "before it was read",
-            "a running exporter that watched it go knows: --from-exporter NAMESPACE/SERVICE asks it",
-        ),
+    let why = if source.starts_with("snapshot") {
+        "the snapshot holds no managedFields entry naming who made the change: record it with \
+         --show-managed-fields (kubectl drops them otherwise); a label removed before it was taken leaves none either"
+    } else if source.starts_with("exporter") {
+        "no managedFields entry names who made the change: a label or taint removed before the exporter \
+         started leaves none; a replica that was running then may know"
+    } else {
+        "no managedFields entry names who made the change: a label or taint removed before this command read \
+         the node leaves none; a running exporter that watched it go knows (--from-exporter NAMESPACE/SERVICE)"
     };
-    let snapshot = if source.starts_with("snapshot") { "; a snapshot needs --show-managed-fields" } else { "" };
-    format!(
-        "\nMANAGER {UNKNOWN}: no managedFields entry names who made the change (a label or taint removed {before} leaves none{snapshot}); {ask}.\n"
-    )
+    format!("\nMANAGER {UNKNOWN}: {why}.\n")
 }
 
 /// Aligned text tables; `wide` adds the suggested fix and the nodes each DaemonSet skips.
@@ -205,9 +205,9 @@ mod tests {
         let table = print(&answer, Output::Table).unwrap();
         assert!(table.contains("label_drift  dedicated  <unknown>"), "{table}");
         assert!(table.contains("\nMANAGER <unknown>: no managedFields entry names who made the change"), "{table}");
-        assert!(table.contains("--from-exporter NAMESPACE/SERVICE asks it"), "{table}");
+        assert!(table.contains("(--from-exporter NAMESPACE/SERVICE)"), "{table}");
         answer.looked_at = Some(LookedAt { source: "snapshot s.json".into(), ..LookedAt::default() });
-        assert!(print(&answer, Output::Table).unwrap().contains("a snapshot needs --show-managed-fields"));
+        assert!(print(&answer, Output::Table).unwrap().contains("record it with --show-managed-fields"));
         // Where the node did not change, there is no manager to know: a dash, no note.
         let changed = PodRow { reason: "daemonset_changed".into(), manager: String::new(), ..row("a", 5) };
         let table = print(&of(vec![changed]), Output::Table).unwrap();

@@ -1,4 +1,4 @@
-//! Snapshot mode: read `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json`
+//! Snapshot mode: read `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json --show-managed-fields`
 //! (or `-o yaml`, multi-document YAML, or single objects) into the index.
 
 use std::cell::Cell;
