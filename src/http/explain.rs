@@ -27,22 +27,19 @@ enum Answer {
 
 pub(crate) async fn explain_json(State(app): State<AppState>, Query(selection): Query<Selection>) -> Response {
     let built = build(app, selection, |answer, _| match answer {
-        Answer::Explained(explanation) => serde_json::to_vec(&explanation).map(Ok).map_err(|_| ()),
-        Answer::NotSynced(problems) => Ok(Err(status(
+        Answer::Explained(explanation) => match serde_json::to_vec(&explanation) {
+            Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "failed to encode the explanation\n").into_response(),
+        },
+        Answer::NotSynced(problems) => status(
             StatusCode::SERVICE_UNAVAILABLE,
             "NotReady",
             format!("no answer yet, the caches have not synced: {}", problems.join("; ")),
-        ))),
-        Answer::NotFound(error) => Ok(Err(status(StatusCode::NOT_FOUND, "NotFound", error.to_string()))),
+        ),
+        Answer::NotFound(error) => status(StatusCode::NOT_FOUND, "NotFound", error.to_string()),
     })
     .await;
-    match built {
-        Ok(Ok(Ok(body))) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Ok(Ok(Err(refusal))) => refusal,
-        Ok(Err(())) | Err(()) => {
-            (StatusCode::INTERNAL_SERVER_ERROR, "failed to build the explanation\n").into_response()
-        }
-    }
+    built.unwrap_or_else(|()| (StatusCode::INTERNAL_SERVER_ERROR, "failed to build the explanation\n").into_response())
 }
 
 /// A refusal as the API server writes one (a `Status`), so that a client reading through

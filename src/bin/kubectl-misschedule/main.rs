@@ -170,12 +170,14 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         return answer(&cli, &reading.explain(&selection, unix_now()).map_err(|e| (Exit::Config, e.into()))?);
     }
 
-    // The first list, as a one-shot answer makes it, fails fast and says why; the watches
-    // then take over from an empty index.
+    // The first list, as a one-shot answer makes it, fails fast and says why, and checks the
+    // filter; the watches then take over from an empty index.
     let pods = &cli.classification.pod_selector;
     Reading::cluster(fresh_index(&cli, selection.namespace()), &client, &server, namespaces.clone(), pods)
         .await
-        .map_err(cli::list_failure)?;
+        .map_err(cli::list_failure)?
+        .explain(&selection, unix_now())
+        .map_err(|e| (Exit::Config, e.into()))?;
     let origin = Origin::new(format!("cluster {server}"), namespaces.clone());
     let shared = Arc::new(Shared::new(index));
     let config = watch::WatchConfig::new(namespaces, cli.classification.pod_selector.clone());
