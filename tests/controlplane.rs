@@ -613,6 +613,8 @@ async fn kubectl_plugin_answers(admin: &Cluster, kubeconfig: &str, exporter_port
     assert_eq!(out.status.code(), Some(1), "--exit-code with a misscheduled pod");
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.starts_with("NAMESPACE") && table.contains("ssd-agent") && table.contains("label_drift"), "{table}");
+    assert!(table.contains("label_drift  disk  <unknown>") && table.contains("\nMANAGER <unknown>: "), "{table}");
+    assert!(!table.contains("An exporter runs"), "none yet: {table}");
     let out = run(&["-n", "default", "--exit-code"]);
     assert_eq!(out.status.code(), Some(0), "nothing misscheduled in default");
 
@@ -622,6 +624,11 @@ async fn kubectl_plugin_answers(admin: &Cluster, kubeconfig: &str, exporter_port
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let served: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows(&served), [row("ops-relabel")].into(), "the exporter saw who removed it");
+    // Now there is one, the live table's note names it.
+    let table = String::from_utf8(run(&["-n", NS]).stdout).unwrap();
+    let hint =
+        format!("An exporter runs in this cluster: kubectl misschedule --from-exporter {NS}/misschedule-exporter\n");
+    assert!(table.ends_with(&hint), "{table}");
     let out = run(&["--from-exporter", &format!("{NS}/nothing-here")]);
     assert_eq!(out.status.code(), Some(3), "a Service that is not there is bad input");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -68,6 +68,15 @@ pub struct Explanation {
 }
 
 impl Explanation {
+    /// Some row's change has no known author (its `manager` is empty where the node changed).
+    pub fn has_unknown_manager(&self) -> bool {
+        let unknown = |reason: &str, manager: &str| {
+            manager.is_empty() && Reason::from_name(reason).is_none_or(|r| r.node_changed())
+        };
+        self.misscheduled.iter().any(|r| unknown(&r.reason, &r.manager))
+            || self.lost.iter().any(|r| unknown(&r.reason, &r.manager))
+    }
+
     /// The same pods, reasons, keys, managers, fixes and skipped nodes: only ages moved on.
     /// A watcher redraws when this is false, not each time the clock ticks.
     pub fn same_answer(&self, other: &Self) -> bool {

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::report::explain::{Explanation, LostRow, PodRow};
+use crate::rules::reason::Reason;
 
 pub fn human_age(seconds: i64) -> String {
     match seconds {
@@ -50,10 +51,10 @@ pub fn print(explanation: &Explanation, output: Output) -> Result<String, Output
 /// The MANAGER cell: who made the change, `<unknown>` when no record names one, and `-`
 /// for the reasons where the node did not change.
 pub fn manager_cell(reason: &str, manager: &str) -> String {
-    match (reason, manager) {
-        ("daemonset_changed" | "node_name_mismatch", _) => "-".to_owned(),
-        (_, "") => UNKNOWN.to_owned(),
-        (_, manager) => manager.to_owned(),
+    match (Reason::from_name(reason).is_none_or(Reason::node_changed), manager) {
+        (false, _) => "-".to_owned(),
+        (true, "") => UNKNOWN.to_owned(),
+        (true, manager) => manager.to_owned(),
     }
 }
 
@@ -154,9 +155,7 @@ fn render(explanation: &Explanation, wide: bool) -> String {
             .collect();
         table(&mut out, ["NAMESPACE", "DAEMONSET", "REASON", "KEY", "NODES"], &rows);
     }
-    let cells = explanation.misscheduled.iter().map(|r| (&r.reason, &r.manager));
-    if cells.chain(explanation.lost.iter().map(|r| (&r.reason, &r.manager))).any(|(r, m)| manager_cell(r, m) == UNKNOWN)
-    {
+    if explanation.has_unknown_manager() {
         out.push_str(&unknown_manager_note(source));
     }
     for warning in explanation.looked_at.iter().flat_map(|l| &l.warnings) {

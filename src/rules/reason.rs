@@ -50,6 +50,12 @@ impl Reason {
         Reason::ALL.into_iter().find(|r| r.as_str() == name)
     }
 
+    /// The node changed (a label or taint): a field manager made the change. For
+    /// `daemonset_changed` and `node_name_mismatch` the DaemonSet did, and there is none.
+    pub fn node_changed(self) -> bool {
+        !matches!(self, Reason::DaemonSetChanged | Reason::NodeNameMismatch)
+    }
+
     /// Expected while something intended runs its course, as the suggested fix says: a
     /// drain removing the node, a DaemonSet change rolling out. Events say it as Normal,
     /// the page apart from what needs action, and the alerts leave it out.

@@ -37,7 +37,8 @@ pub async fn expose_exporter(admin: &Cluster, exporter_port: u16, node: &str) {
         .expect("a non-loopback IPv4 address");
     let pp = PostParams::default();
     let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
-        "metadata": {"name": "misschedule-exporter"},
+        // The chart's label, by which the plugin finds a running exporter.
+        "metadata": {"name": "misschedule-exporter", "labels": {"app.kubernetes.io/name": "misschedule-exporter"}},
         "spec": {"ports": [{"name": "http-metrics", "port": 18493, "targetPort": exporter_port}]}
     }))
     .unwrap();

@@ -25,6 +25,19 @@ pub struct ExporterService {
     service: String,
 }
 
+/// The label the chart puts on the exporter's Service (unless `nameOverride` changes it).
+const CHART_SELECTOR: &str = "app.kubernetes.io/name=misschedule-exporter";
+
+/// A running exporter's Service, `NAMESPACE/NAME`, if the caller may list Services and the
+/// chart's label finds one: what an unknown manager's note can point to. Never an error.
+pub async fn discover(client: &kube::Client) -> Option<String> {
+    let services: kube::Api<Service> = kube::Api::all(client.clone());
+    let params = kube::api::ListParams::default().labels(CHART_SELECTOR).limit(1);
+    let found = tokio::time::timeout(Duration::from_secs(3), services.list(&params)).await.ok()?.ok()?;
+    let service = found.items.into_iter().next()?;
+    Some(format!("{}/{}", service.metadata.namespace?, service.metadata.name?))
+}
+
 impl ExporterService {
     pub fn parse(target: &str) -> anyhow::Result<Self> {
         let expected = || anyhow!("--from-exporter {target:?}: expected NAMESPACE/SERVICE[:PORT]");

@@ -167,7 +167,17 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         let reading = Reading::cluster(index, &client, &server, namespaces, &cli.classification.pod_selector)
             .await
             .map_err(cli::list_failure)?;
-        return answer(&cli, &reading.explain(&selection, unix_now()).map_err(|e| (Exit::Config, e.into()))?);
+        let explanation = reading.explain(&selection, unix_now()).map_err(|e| (Exit::Config, e.into()))?;
+        let exit = answer(&cli, &explanation)?;
+        // A manager this list could not know, a running exporter may: name the one there is.
+        let tabular = matches!(cli.output, Output::Table | Output::Wide);
+        if tabular
+            && explanation.has_unknown_manager()
+            && let Some(service) = exporter::discover(&client).await
+        {
+            println!("An exporter runs in this cluster: kubectl misschedule --from-exporter {service}");
+        }
+        return Ok(exit);
     }
 
     // The first list, as a one-shot answer makes it, fails fast and says why, and checks the
