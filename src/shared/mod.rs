@@ -24,14 +24,6 @@ pub struct Shared {
     pub readiness: Readiness,
 }
 
-/// The caches did not complete their first lists in time.
-#[derive(Debug, thiserror::Error)]
-#[error("caches did not sync within {}s: {}", .waited.as_secs(), .waiting.join(", "))]
-pub struct NotSynced {
-    pub waited: Duration,
-    pub waiting: Vec<&'static str>,
-}
-
 impl Shared {
     pub fn new(index: Index) -> Self {
         let (generation, _) = watch::channel(index.generation());
@@ -65,22 +57,6 @@ impl Shared {
     /// Each new generation of the index from now on, at most one per `spacing`.
     pub fn generations(&self, spacing: Duration) -> Generations {
         Generations { receiver: self.generation.subscribe(), spacing, last: None }
-    }
-
-    /// Until every resource has completed its first list, or `timeout`.
-    pub async fn synced(&self, timeout: Duration) -> Result<(), NotSynced> {
-        let mut generations = self.generations(Duration::ZERO);
-        let wait = async {
-            while !self.read().synced() {
-                if generations.next().await.is_none() {
-                    // Cannot happen while `self` holds the sender; never a busy loop if it did.
-                    std::future::pending::<()>().await;
-                }
-            }
-        };
-        tokio::time::timeout(timeout, wait)
-            .await
-            .map_err(|_| NotSynced { waited: timeout, waiting: self.not_ready().iter().map(|r| r.as_str()).collect() })
     }
 
     /// Readiness: the resources that have not listed yet or whose watch is failing.
@@ -191,24 +167,24 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_secs(5));
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn synced_waits_for_every_first_list_even_an_empty_one() {
+    #[test]
+    fn problems_name_each_resource_until_its_first_list_even_an_empty_one() {
         use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-        let shared = std::sync::Arc::new(Shared::new(Index::new(Config::default())));
-        let waiting = tokio::spawn({
-            let shared = shared.clone();
-            async move { shared.synced(Duration::from_secs(60)).await }
-        });
-        tokio::task::yield_now().await;
+        let shared = Shared::new(Index::new(Config::default()));
+        assert_eq!(shared.problems().len(), 4);
+        assert_eq!(shared.problems()[0], "nodes: not listed yet");
         shared.update(|index| index.relist::<crate::k8s::slim::SlimNode>([]).unwrap());
         shared.update(|index| index.relist::<DaemonSet>([]).unwrap());
         shared.update(|index| index.relist::<ControllerRevision>([]).unwrap());
-        assert!(!waiting.is_finished());
+        assert_eq!(shared.problems(), ["pods: not listed yet"]);
+        let watch = shared.readiness.watch(Resource::Pods);
+        watch.failed("pods is forbidden (HTTP 403); grant it");
+        assert_eq!(shared.problems(), ["pods: cannot list: pods is forbidden (HTTP 403); grant it"]);
         shared.update(|index| index.relist::<crate::k8s::slim::SlimPod>([]).unwrap());
-        assert!(waiting.await.unwrap().is_ok(), "four empty lists make a synced index");
-
-        let never = Shared::new(Index::new(Config::default()));
-        let error = never.synced(Duration::from_secs(120)).await.unwrap_err();
-        assert_eq!(error.to_string(), "caches did not sync within 120s: nodes, daemonsets, controllerrevisions, pods");
+        assert_eq!(
+            shared.problems(),
+            ["pods: watch failing, serving the last list: pods is forbidden (HTTP 403); grant it"]
+        );
+        assert!(shared.read().synced(), "four empty lists make a synced index");
     }
 }
