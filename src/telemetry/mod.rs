@@ -218,8 +218,15 @@ impl Collector for StateGauges {
         gauges(
             &mut encoder,
             "misschedule_exporter_build_info",
-            "Build information",
-            [([("version", env!("CARGO_PKG_VERSION"))], 1)],
+            "Build information: the version, the source revision and the compiler",
+            [(
+                [
+                    ("version", env!("CARGO_PKG_VERSION")),
+                    ("revision", env!("MISSCHEDULE_REVISION")),
+                    ("rustc", env!("MISSCHEDULE_RUSTC")),
+                ],
+                1,
+            )],
         )
     }
 }
