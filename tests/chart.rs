@@ -134,6 +134,12 @@ fn schema_rejects_bad_values() {
         json!({"global": {"imageRegistry": "registry.internal", "storageClass": "fast", "anything": {"x": 1}}});
     let out = python(&["validate", CHART, &umbrella.to_string()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    // ...and its `condition: misschedule-exporter.enabled` sets `enabled` at the root.
+    for enabled in [true, false] {
+        let out = python(&["validate", CHART, &json!({"enabled": enabled}).to_string()]);
+        assert!(out.status.success(), "enabled: {enabled}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    assert!(!python(&["validate", CHART, &json!({"enabled": "yes"}).to_string()]).status.success());
 }
 
 #[test]
