@@ -2,9 +2,12 @@
 # Render the mixin (mixin/) into the files users and the chart consume:
 #   alerts/misschedule-exporter.rules.yaml        the Prometheus rule file
 #   dashboards/misschedule-exporter.json          the Grafana dashboard
-#   charts/misschedule-exporter/files/drain-stuck-expr.format
-#                                                 DaemonSetDrainStuck's expression with %d for
-#                                                 the chart's prometheusRule.drainStuckSeconds
+#   charts/misschedule-exporter/files/rules.format.yaml
+#   charts/misschedule-exporter/files/dashboard.format.json
+#                                                 the same, rendered with the mixin's own config
+#                                                 left open as printf verbs: %[1]s the exporter's
+#                                                 job (the chart's own), %[2]d DaemonSetDrainStuck's
+#                                                 threshold (prometheusRule.drainStuckSeconds)
 # scripts/mixin.sh --check renders into a scratch directory and fails on any difference
 # (tests/mixin.rs runs it). Needs Debian's jsonnet.
 set -euo pipefail
@@ -20,20 +23,24 @@ render() {
   } >"$out/alerts/misschedule-exporter.rules.yaml"
   jsonnet -e '(import "mixin/mixin.libsonnet").grafanaDashboards["misschedule-exporter.json"]' \
     >"$out/dashboards/misschedule-exporter.json"
-  # The same expression with the threshold left open: the chart fills it in with printf, so it
-  # never edits rule text and the mixin stays the one owner of the expression.
-  local expr
-  expr=$(jsonnet -S -e '
-    local m = (import "mixin/mixin.libsonnet") + { _config+:: { drainStuckSeconds: "%d" } };
-    [r.expr for r in m.prometheusAlerts.groups[0].rules if r.alert == "DaemonSetDrainStuck"][0]
-  ')
-  printf '%s\n' "$expr" >"$out/chart/drain-stuck-expr.format"
+  # The same with the chart's values left open: the chart fills them in with printf, so it
+  # never edits rule text and the mixin stays the one owner of every expression. A literal %
+  # would be read as a verb: there is none, and the check below keeps it so.
+  local open='(import "mixin/mixin.libsonnet") + { _config+:: { misscheduleExporterSelector: "job=\"%[1]s\"", drainStuckSeconds: "%[2]d" } }'
+  jsonnet -S -e "std.manifestYamlDoc(($open).prometheusAlerts, indent_array_in_object=true, quote_keys=false)" \
+    >"$out/chart/rules.format.yaml"
+  jsonnet -e "($open).grafanaDashboards[\"misschedule-exporter.json\"]" >"$out/chart/dashboard.format.json"
+  if grep -n '%' "$out/chart/rules.format.yaml" "$out/chart/dashboard.format.json" | grep -v '%\[1\]s' | grep -v '%\[2\]d'; then
+    echo "mixin: a literal % in the rules or dashboard would break the chart's printf" >&2
+    exit 1
+  fi
 }
 
 targets=(
   "alerts/misschedule-exporter.rules.yaml:alerts/misschedule-exporter.rules.yaml"
   "dashboards/misschedule-exporter.json:dashboards/misschedule-exporter.json"
-  "chart/drain-stuck-expr.format:charts/misschedule-exporter/files/drain-stuck-expr.format"
+  "chart/rules.format.yaml:charts/misschedule-exporter/files/rules.format.yaml"
+  "chart/dashboard.format.json:charts/misschedule-exporter/files/dashboard.format.json"
 )
 
 scratch=$(mktemp -d)

@@ -657,3 +657,99 @@ fn validate_strict(name: &str, values: Value) {
     // (rules equal to alerts/ and promtool-valid; the ServiceMonitor's endpoint), and
     // tests/alerting.rs has a real Prometheus scrape the way that ServiceMonitor configures it.
 }
+
+/// promtool's unit test of `rules` (a rule file's spec) with `tests` (its `tests:` list).
+fn promtool_test(name: &str, rules: &Value, tests: Value) {
+    let dir = std::env::temp_dir().join(format!("misschedule-rule-test-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("rules.yaml"), serde_json::to_string(rules).unwrap()).unwrap();
+    let test = json!({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests});
+    std::fs::write(dir.join("test.yaml"), serde_json::to_string(&test).unwrap()).unwrap();
+    let out =
+        Command::new("promtool").args(["test", "rules", "test.yaml"]).current_dir(&dir).output().expect("promtool");
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        out.status.success(),
+        "{name}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+#[ignore = "needs helm-python-sdk and promtool: scripts/test.sh runs it"]
+fn name_override_moves_the_job_and_the_rules_and_dashboard_follow() {
+    let files = render(
+        json!({"nameOverride": "mse", "prometheusRule": {"enabled": true}, "grafanaDashboard": {"enabled": true}, "serviceMonitor": {"enabled": true}}),
+    );
+    // The job the ServiceMonitor produces: the value of its jobLabel on the Service.
+    let service = &files["service.yaml"].1;
+    let job_label = files["servicemonitor.yaml"].1["spec"]["jobLabel"].as_str().unwrap().to_owned();
+    assert_eq!(service["metadata"]["labels"][&job_label], "mse");
+    let spec = &files["prometheusrule.yaml"].1["spec"];
+    let text = serde_json::to_string(spec).unwrap();
+    assert!(!text.contains("job=\\\"misschedule-exporter\\\""), "a rule still selects the default job: {text}");
+    let shipped = serde_json::to_string(&parse_yaml("alerts/misschedule-exporter.rules.yaml")).unwrap();
+    let selectors = shipped.matches("job=\\\"misschedule-exporter\\\"").count();
+    assert!(selectors > 10);
+    assert_eq!(text.matches("job=\\\"mse\\\"").count(), selectors, "every exporter selector: {text}");
+    assert!(text.contains("job=\\\"kube-state-metrics\\\""), "kube-state-metrics' job is not ours to move");
+    let dashboard =
+        files["dashboard-configmap.yaml"].1["data"]["misschedule-exporter.json"].as_str().unwrap().to_owned();
+    assert!(!dashboard.contains("job=\\\"misschedule-exporter\\\"") && dashboard.contains("job=\\\"mse\\\""));
+    promtool_check("name-override", spec);
+
+    // The rules fire on that job's series and stay quiet on another's.
+    let pod = |job: &str| {
+        format!(
+            "daemonset_misscheduled_pod_info{{job=\"{job}\",namespace=\"storage\",daemonset=\"ssd-agent\",pod=\"ssd-agent-y\",node=\"n2\",reason=\"label_drift\",key=\"disk\"}}"
+        )
+    };
+    let up = |job: &str| format!("up{{job=\"{job}\",instance=\"10.0.0.1:18493\"}}");
+    let annotations = |alert: &str, description: &str| {
+        let rule = rule(spec, alert).unwrap();
+        json!({"summary": rule["annotations"]["summary"], "runbook_url": rule["annotations"]["runbook_url"], "description": description})
+    };
+    let paged = json!([{
+        "exp_labels": {"severity": "warning", "namespace": "storage", "daemonset": "ssd-agent", "pod": "ssd-agent-y", "node": "n2", "reason": "label_drift", "key": "disk"},
+        "exp_annotations": annotations("DaemonSetPodMisscheduled", "Pod storage/ssd-agent-y of DaemonSet ssd-agent is misscheduled on node n2: reason label_drift, key disk. Run `misschedule-exporter explain -n storage --daemonset ssd-agent` for the fix."),
+    }]);
+    let down = json!([{
+        "exp_labels": {"severity": "warning", "job": "mse"},
+        "exp_annotations": annotations("MisscheduleExporterDown", "No misschedule-exporter target has been up for 10 minutes; misscheduled DaemonSet pods go unexplained."),
+    }]);
+    promtool_test(
+        "name-override",
+        spec,
+        json!([
+            {
+                "interval": "1m",
+                "input_series": [{"series": pod("mse"), "values": "1x20"}, {"series": up("mse"), "values": "1x20"}],
+                "alert_rule_test": [
+                    {"eval_time": "11m", "alertname": "DaemonSetPodMisscheduled", "exp_alerts": paged},
+                    {"eval_time": "11m", "alertname": "MisscheduleExporterDown", "exp_alerts": []},
+                ],
+            },
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": pod("misschedule-exporter"), "values": "1x20"},
+                    {"series": up("misschedule-exporter"), "values": "1x20"},
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "11m", "alertname": "DaemonSetPodMisscheduled", "exp_alerts": []},
+                    // Its own job's target is absent: the exporter is down, as far as these rules know.
+                {"eval_time": "11m", "alertname": "MisscheduleExporterDown", "exp_alerts": down},
+                ],
+            },
+        ]),
+    );
+
+    // With a jobLabel the Service lacks, prometheus-operator names the job after the Service.
+    let files = render(
+        json!({"nameOverride": "mse", "prometheusRule": {"enabled": true}, "serviceMonitor": {"enabled": true, "jobLabel": "team"}}),
+    );
+    let service_name = files["service.yaml"].1["metadata"]["name"].as_str().unwrap().to_owned();
+    let text = serde_json::to_string(&files["prometheusrule.yaml"].1["spec"]).unwrap();
+    assert!(text.contains(&format!("job=\\\"{service_name}\\\"")), "{service_name}: {text}");
+}

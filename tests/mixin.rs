@@ -1,6 +1,6 @@
 //! The mixin (mixin/, jsonnet) is the one source of the rule file, the dashboard and the chart's
-//! DaemonSetDrainStuck format: the checked-in files are exactly what it renders, and its
-//! `_config` really reaches every expression.
+//! formats of both (the job and DaemonSetDrainStuck's threshold left open): the checked-in files
+//! are exactly what it renders, and its `_config` really reaches every expression.
 
 use std::path::Path;
 use std::process::Command;

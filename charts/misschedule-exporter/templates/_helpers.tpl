@@ -58,3 +58,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "misschedule-exporter.scheme" -}}
 {{ ternary "https" "http" (ne .Values.web.tlsSecretName "") }}
 {{- end }}
+
+{{- /*
+The job label Prometheus gives the exporter's series through the chart's ServiceMonitor: the
+value of the Service's label named by serviceMonitor.jobLabel, or the Service's name when it
+has no such label (prometheus-operator's rule). The chart's rules and dashboard select it.
+*/ -}}
+{{- define "misschedule-exporter.job" -}}
+{{- $labels := include "misschedule-exporter.commonLabels" . | fromYaml -}}
+{{- get $labels .Values.serviceMonitor.jobLabel | default (include "misschedule-exporter.fullname" .) -}}
+{{- end }}
