@@ -180,9 +180,13 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
 
     // The ServiceMonitor adds the cluster label, as users with one Prometheus per cluster and a
     // central ruler do.
+    // nameOverride moves the job (jobLabel is app.kubernetes.io/name): the chart's own rules
+    // must follow it, or the pod alerts never fire and MisscheduleExporterDown always does.
     let rendered = support::chart::render(&json!({
         "fullnameOverride": "renamed",
+        "nameOverride": "mse",
         "serviceMonitor": {"enabled": true, "relabelings": [{"targetLabel": "cluster", "replacement": "eu-1"}]},
+        "prometheusRule": {"enabled": true},
     }));
     let (monitor, service) = (&rendered["servicemonitor.yaml"], &rendered["service.yaml"]);
     let replicas = [(); 2].map(|_| support::Exporter::snapshot(&["tests/fixtures/alerting.yaml"]));
@@ -210,7 +214,9 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
     let am_port = am.port;
 
     let dir = Prometheus::dir("alerting-e2e");
-    let shipped = std::fs::read_to_string(Path::new(ROOT).join(RULES)).unwrap();
+    // The rules as the chart renders them into its PrometheusRule.
+    let shipped = serde_json::to_string(&rendered["prometheusrule.yaml"]["spec"]).unwrap();
+    assert!(shipped.contains("job=\\\"mse\\\""), "{shipped}");
     std::fs::write(dir.join("rules.yaml"), &shipped).unwrap();
     let endpoints: Vec<Endpoint> = replicas
         .iter()
@@ -234,9 +240,8 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
         ],
     });
     let prometheus = Prometheus::start(dir.clone(), &config.to_string());
-    // Both replicas carry job="misschedule-exporter" (from jobLabel), not the Service's name.
-    prometheus
-        .wait_for(r#"count(up{job="misschedule-exporter", service="renamed", endpoint="http-metrics"} == 1) == 2"#);
+    // Both replicas carry job="mse" (from jobLabel), not the Service's name.
+    prometheus.wait_for(r#"count(up{job="mse", service="renamed", endpoint="http-metrics"} == 1) == 2"#);
     assert_eq!(prometheus.query(r#"count(daemonset_misscheduled_nodes{pod=~"renamed-5d4f8-.*"})"#).len(), 1);
 
     let expected: BTreeSet<String> = [
