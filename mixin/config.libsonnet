@@ -22,6 +22,9 @@
     drainStuckSeconds: 2700,
     // Reasons someone has to fix; autoscaler_drain resolves on its own.
     actionableReasons: ['label_drift', 'nfd_change', 'daemonset_changed', 'taint_added', 'node_name_mismatch'],
+    // DaemonSetRolloutStuck: misscheduled nodes for these reasons are expected (a drain, a
+    // DaemonSet change rolling out), so they alone never make a rollout stuck.
+    expectedReasons: ['autoscaler_drain', 'daemonset_changed'],
     // DaemonSetNodeLost: reasons a lost node is someone's to fix. Not autoscaler_drain (the node
     // is going away) nor daemonset_changed (the DaemonSet was changed to leave it, on purpose).
     lostActionableReasons: ['label_drift', 'nfd_change', 'taint_added', 'node_name_mismatch'],

@@ -158,7 +158,7 @@ fn every_alert_links_to_its_runbook_section() {
     let rules: Value = serde_saphyr::from_str(&std::fs::read_to_string(Path::new(ROOT).join(RULES)).unwrap()).unwrap();
     let runbooks = std::fs::read_to_string(Path::new(ROOT).join("docs/runbooks.md")).unwrap();
     let alerts = rules["groups"][0]["rules"].as_array().unwrap();
-    assert_eq!(alerts.len(), 9);
+    assert_eq!(alerts.len(), 10);
     for rule in alerts {
         let name = rule["alert"].as_str().unwrap();
         let url = rule["annotations"]["runbook_url"].as_str().unwrap();

@@ -8,6 +8,7 @@
   local c = $._config,
   local args = c {
     reasons: std.join('|', c.actionableReasons),
+    expectedReasons: std.join('|', c.expectedReasons),
     lostReasons: std.join('|', c.lostActionableReasons),
     flappingLosses: std.toString(c.flappingLosses),
     drainStuckSeconds: std.toString(c.drainStuckSeconds),
@@ -105,6 +106,47 @@
           '15m',
           'kube-state-metrics counts more misscheduled nodes than misschedule-exporter explains.',
           "status.numberMisscheduled of DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}%(inCluster)s has stayed above the exporter's count for 15 minutes. The status lags the objects (a deleted node stays counted until the controller resyncs); otherwise the exporter may be missing permissions or pods.",
+        ),
+        // kubernetes-mixin's KubeDaemonSetRolloutStuck, drain-aware: the same four ways a
+        // rollout stands still, except that misscheduled nodes count only beyond those the
+        // exporter explains by an expected reason (a node draining away, a DaemonSet change).
+        // Where the exporter has no series for the DaemonSet, none are explained: the stock rule.
+        rule(
+          'DaemonSetRolloutStuck',
+          |||
+            (
+              max by (%(clusterLabel)s, namespace, daemonset) (kube_daemonset_status_current_number_scheduled{%(kubeStateMetricsSelector)s})
+                != on (%(clusterLabel)s, namespace, daemonset)
+              max by (%(clusterLabel)s, namespace, daemonset) (kube_daemonset_status_desired_number_scheduled{%(kubeStateMetricsSelector)s})
+            or
+              max by (%(clusterLabel)s, namespace, daemonset) (kube_daemonset_status_number_misscheduled{%(kubeStateMetricsSelector)s})
+                > on (%(clusterLabel)s, namespace, daemonset)
+              (
+                sum by (%(clusterLabel)s, namespace, daemonset) (
+                  max by (%(clusterLabel)s, namespace, daemonset, reason) (
+                    daemonset_misscheduled_nodes{%(misscheduleExporterSelector)s, reason=~"%(expectedReasons)s"}
+                  )
+                )
+                  or
+                0 * max by (%(clusterLabel)s, namespace, daemonset) (kube_daemonset_status_number_misscheduled{%(kubeStateMetricsSelector)s})
+              )
+            or
+              max by (%(clusterLabel)s, namespace, daemonset) (kube_daemonset_status_updated_number_scheduled{%(kubeStateMetricsSelector)s})
+                != on (%(clusterLabel)s, namespace, daemonset)
+              max by (%(clusterLabel)s, namespace, daemonset) (kube_daemonset_status_desired_number_scheduled{%(kubeStateMetricsSelector)s})
+            or
+              max by (%(clusterLabel)s, namespace, daemonset) (kube_daemonset_status_number_available{%(kubeStateMetricsSelector)s})
+                != on (%(clusterLabel)s, namespace, daemonset)
+              max by (%(clusterLabel)s, namespace, daemonset) (kube_daemonset_status_desired_number_scheduled{%(kubeStateMetricsSelector)s})
+            )
+              and on (%(clusterLabel)s, namespace, daemonset)
+            max by (%(clusterLabel)s, namespace, daemonset) (
+              changes(kube_daemonset_status_updated_number_scheduled{%(kubeStateMetricsSelector)s}[5m])
+            ) == 0
+          |||,
+          '15m',
+          'A DaemonSet rollout has stood still, beyond what drains and DaemonSet changes explain.',
+          'DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}%(inCluster)s has not finished or progressed for 15 minutes, and misschedule-exporter does not explain it by a drain or a DaemonSet change. Run `kubectl misschedule -n {{ $labels.namespace }} --daemonset {{ $labels.daemonset }} -o wide` and `kubectl -n {{ $labels.namespace }} rollout status ds/{{ $labels.daemonset }}`.',
         ),
         // Per cluster: a cluster whose targets all fail, or (one cluster) no target at all.
         rule(
