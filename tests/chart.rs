@@ -753,3 +753,49 @@ fn name_override_moves_the_job_and_the_rules_and_dashboard_follow() {
     let text = serde_json::to_string(&files["prometheusrule.yaml"].1["spec"]).unwrap();
     assert!(text.contains(&format!("job=\\\"{service_name}\\\"")), "{service_name}: {text}");
 }
+
+#[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
+fn subchart_knobs_namespace_override_global_pull_secrets_and_release_label() {
+    let files = render(json!({
+        "namespaceOverride": "observability",
+        "global": {"imagePullSecrets": ["regcred", {"name": "mirror"}]},
+        "imagePullSecrets": [{"name": "regcred"}, {"name": "own"}],
+        "releaseLabel": true,
+        // Beside Prometheus, so it must select the exporter's namespace.
+        "serviceMonitor": {"enabled": true, "namespace": "prometheus"},
+        "prometheusRule": {"enabled": true},
+        "grafanaDashboard": {"enabled": true},
+        "networkPolicy": {"enabled": true},
+        "podDisruptionBudget": {"enabled": true},
+    }));
+    // Every namespaced object, and whatever points at one.
+    for (name, (_, object)) in &files {
+        let kind = object["kind"].as_str().unwrap();
+        if !matches!(kind, "ClusterRole" | "ClusterRoleBinding" | "ServiceMonitor") {
+            assert_eq!(object["metadata"]["namespace"], "observability", "{name}");
+        }
+    }
+    let binding = &files["clusterrolebinding.yaml"].1;
+    assert_eq!(binding["subjects"][0]["namespace"], "observability");
+    let monitor = &files["servicemonitor.yaml"].1;
+    assert_eq!(monitor["spec"]["namespaceSelector"]["matchNames"], json!(["observability"]));
+    let readyz = &files["readyz.yaml"].1;
+    assert!(readyz["spec"]["containers"][0]["args"].to_string().contains(".observability.svc:"), "{readyz}");
+    // Pull secrets: the umbrella's first, each once, strings and maps alike, on both pods.
+    let pulls = json!([{"name": "regcred"}, {"name": "mirror"}, {"name": "own"}]);
+    assert_eq!(files["deployment.yaml"].1["spec"]["template"]["spec"]["imagePullSecrets"], pulls);
+    assert_eq!(readyz["spec"]["imagePullSecrets"], pulls);
+    // kube-prometheus-stack's default selector.
+    for file in ["servicemonitor.yaml", "prometheusrule.yaml"] {
+        assert_eq!(files[file].1["metadata"]["labels"]["release"], "mse", "{file}");
+    }
+    assert!(files["deployment.yaml"].1["metadata"]["labels"].get("release").is_none(), "only where Prometheus selects");
+    let notes = python(&["notes", CHART, &json!({"namespaceOverride": "observability"}).to_string()]);
+    let notes = String::from_utf8_lossy(&notes.stdout);
+    assert!(notes.contains("kubectl -n observability port-forward") && !notes.contains("-n monitoring"), "{notes}");
+    // None of it by default.
+    let plain = render(json!({"serviceMonitor": {"enabled": true}}));
+    assert!(plain["servicemonitor.yaml"].1["metadata"]["labels"].get("release").is_none());
+    assert!(plain["deployment.yaml"].1["spec"]["template"]["spec"].get("imagePullSecrets").is_none());
+}

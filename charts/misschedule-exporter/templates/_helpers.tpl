@@ -68,3 +68,31 @@ has no such label (prometheus-operator's rule). The chart's rules and dashboard 
 {{- $labels := include "misschedule-exporter.commonLabels" . | fromYaml -}}
 {{- get $labels .Values.serviceMonitor.jobLabel | default (include "misschedule-exporter.fullname" .) -}}
 {{- end }}
+
+{{- /* The namespace of every namespaced object: namespaceOverride, as an umbrella chart sets it, else the release's. */ -}}
+{{- define "misschedule-exporter.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride -}}
+{{- end }}
+
+{{- /*
+imagePullSecrets: global.imagePullSecrets (an umbrella chart's) then the chart's own, each
+written as a name or as {name: ...}, as the kube-state-metrics chart accepts them; once each.
+*/ -}}
+{{- define "misschedule-exporter.imagePullSecrets" -}}
+{{- $names := list }}
+{{- range concat ((.Values.global).imagePullSecrets | default list) (.Values.imagePullSecrets | default list) }}
+{{- $name := . }}
+{{- if kindIs "map" . }}{{ $name = get . "name" }}{{ end }}
+{{- if and $name (not (has $name $names)) }}{{ $names = append $names $name }}{{ end }}
+{{- end }}
+{{- range $names }}
+- name: {{ . }}
+{{- end }}
+{{- end }}
+
+{{- /* `release: <release>` when releaseLabel is set: kube-prometheus-stack's default selector of ServiceMonitors and PrometheusRules. */ -}}
+{{- define "misschedule-exporter.releaseLabel" -}}
+{{- if .Values.releaseLabel }}
+release: {{ .Release.Name }}
+{{- end }}
+{{- end }}
