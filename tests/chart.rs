@@ -433,7 +433,9 @@ fn basic_auth_reaches_the_exporter_and_the_service_monitor() {
 #[test]
 #[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn kubernetes_auth_grants_the_reviews_and_sends_prometheus_token() {
-    let files = render(json!({"serviceMonitor": {"enabled": true}, "web": {"kubernetesAuth": true}}));
+    let prometheus_sa =
+        json!({"enabled": true, "kubernetesAuth": {"serviceAccountName": "kps-kube-prometheus-prometheus"}});
+    let files = render(json!({"serviceMonitor": prometheus_sa, "web": {"kubernetesAuth": true}}));
     let rules = files["clusterrole.yaml"].1["rules"].as_array().unwrap().clone();
     assert_eq!(
         rules[2..],
@@ -444,14 +446,84 @@ fn kubernetes_auth_grants_the_reviews_and_sends_prometheus_token() {
     );
     let args = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0]["args"];
     assert!(args.as_array().unwrap().iter().any(|a| a == "--auth-kubernetes"));
+    // A token from a Secret, which prometheus-operator accepts where it refuses bearerTokenFile
+    // (arbitraryFSAccessThroughSMs.deny): a ServiceAccount-token Secret for Prometheus' account.
+    let (monitor, secret) = (&files["servicemonitor.yaml#0"].1, &files["servicemonitor.yaml#1"].1);
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert!(endpoint.get("bearerTokenFile").is_none());
     assert_eq!(
-        files["servicemonitor.yaml"].1["spec"]["endpoints"][0]["bearerTokenFile"],
-        "/var/run/secrets/kubernetes.io/serviceaccount/token"
+        endpoint["authorization"],
+        json!({"type": "Bearer", "credentials": {"name": "mse-misschedule-exporter-scrape-token", "key": "token"}})
+    );
+    assert_eq!((&secret["kind"], &secret["type"]), (&json!("Secret"), &json!("kubernetes.io/service-account-token")));
+    assert_eq!(secret["metadata"]["name"], "mse-misschedule-exporter-scrape-token");
+    assert_eq!(
+        secret["metadata"]["annotations"]["kubernetes.io/service-account.name"],
+        "kps-kube-prometheus-prometheus"
+    );
+    // Or an existing Secret; and nothing at all is an error that says what to set.
+    let existing = json!({"enabled": true, "kubernetesAuth": {"secret": {"name": "prom-token", "key": "t"}}});
+    let files = render(json!({"serviceMonitor": existing, "web": {"kubernetesAuth": true}}));
+    let endpoint = &files["servicemonitor.yaml"].1["spec"]["endpoints"][0];
+    assert_eq!(endpoint["authorization"]["credentials"], json!({"name": "prom-token", "key": "t"}));
+    render_fails(
+        json!({"serviceMonitor": {"enabled": true}, "web": {"kubernetesAuth": true}}),
+        "serviceMonitor.kubernetesAuth.serviceAccountName",
     );
     // Off by default: no review permissions at all.
     let files = render(json!({"serviceMonitor": {"enabled": true}}));
     assert_eq!(files["clusterrole.yaml"].1["rules"].as_array().unwrap().len(), 2);
-    assert!(files["servicemonitor.yaml"].1["spec"]["endpoints"][0].get("bearerTokenFile").is_none());
+    assert!(files["servicemonitor.yaml"].1["spec"]["endpoints"][0].get("authorization").is_none());
+}
+
+#[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
+fn service_monitor_and_rule_knobs_kube_prometheus_stack_users_set() {
+    let files = render(json!({
+        "serviceMonitor": {"enabled": true, "annotations": {"team": "sre"}, "targetLabels": ["app.kubernetes.io/instance"],
+                           "podTargetLabels": ["topology.kubernetes.io/zone"], "sampleLimit": 50000, "targetLimit": 2,
+                           "labelLimit": 20, "labelNameLengthLimit": 64, "labelValueLengthLimit": 512},
+        "prometheusRule": {"enabled": true, "keepFiringFor": "5m",
+                           "customRules": {"DaemonSetDrainStuck": {"keepFiringFor": "15m"}},
+                           "additionalRuleAnnotationsByAlert": {"DaemonSetPodMisscheduled": {"team": "storage"}}},
+    }));
+    let monitor = &files["servicemonitor.yaml"].1;
+    assert_eq!(monitor["metadata"]["annotations"], json!({"team": "sre"}));
+    let spec = &monitor["spec"];
+    assert_eq!(spec["targetLabels"], json!(["app.kubernetes.io/instance"]));
+    assert_eq!(spec["podTargetLabels"], json!(["topology.kubernetes.io/zone"]));
+    for (knob, value) in [
+        ("sampleLimit", 50000),
+        ("targetLimit", 2),
+        ("labelLimit", 20),
+        ("labelNameLengthLimit", 64),
+        ("labelValueLengthLimit", 512),
+    ] {
+        assert_eq!(spec[knob], value, "{knob}");
+    }
+    let rules = &files["prometheusrule.yaml"].1["spec"];
+    assert_eq!(rule(rules, "DaemonSetPodMisscheduled").unwrap()["keep_firing_for"], "5m");
+    assert_eq!(rule(rules, "DaemonSetDrainStuck").unwrap()["keep_firing_for"], "15m");
+    assert_eq!(rule(rules, "DaemonSetPodMisscheduled").unwrap()["annotations"]["team"], "storage");
+    assert!(rule(rules, "DaemonSetNodeLost").unwrap()["annotations"].get("team").is_none(), "only that alert");
+    promtool_check("knobs", rules);
+    render_fails(
+        json!({"prometheusRule": {"enabled": true, "additionalRuleAnnotationsByAlert": {"NoSuchAlert": {"a": "b"}}}}),
+        "there is no alert named \"NoSuchAlert\"",
+    );
+    // Unset, none of them appears.
+    let files = render(json!({"serviceMonitor": {"enabled": true}, "prometheusRule": {"enabled": true}}));
+    let spec = &files["servicemonitor.yaml"].1["spec"];
+    assert!(
+        ["targetLabels", "podTargetLabels", "sampleLimit", "labelLimit"].iter().all(|k| spec.get(k).is_none()),
+        "{spec}"
+    );
+    assert!(
+        rule(&files["prometheusrule.yaml"].1["spec"], "DaemonSetPodMisscheduled")
+            .unwrap()
+            .get("keep_firing_for")
+            .is_none()
+    );
 }
 
 #[test]
