@@ -89,6 +89,9 @@ fn krew_problems(file_stem: &str, plugin: &Plugin) -> Vec<String> {
     check(spec.homepage.starts_with("https://"), "homepage is https");
     check(is_semver_with_v(&spec.version), "version is v-prefixed semver");
     check(!spec.platforms.is_empty(), "a platform");
+    // krew picks the first platform that matches: two with one selector make the second dead.
+    let selectors: std::collections::BTreeSet<_> = spec.platforms.iter().map(|p| &p.selector.match_labels).collect();
+    check(selectors.len() == spec.platforms.len(), "platform selectors are distinct");
     for platform in &spec.platforms {
         let labels = &platform.selector.match_labels;
         check(!labels.is_empty(), "a non-empty selector");
@@ -177,6 +180,57 @@ spec:
     }
     let typo = broken.replace("caveats:", "caveat:");
     assert!(serde_saphyr::from_str::<Plugin>(&typo).is_err(), "an unknown field is refused");
+}
+
+/// `scripts/krew-manifest.sh ARGS`, its exit status.
+fn script(args: &[&str]) -> std::process::Output {
+    Command::new("bash").arg(repo().join("scripts/krew-manifest.sh")).args(args).output().expect("run the script")
+}
+
+#[test]
+fn one_manifest_holds_every_platform_it_is_given() {
+    let tmp = std::env::temp_dir().join(format!("misschedule-krew-platforms-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let out = tmp.to_str().unwrap();
+    let binary = env!("CARGO_BIN_EXE_kubectl-misschedule");
+    // Each release runner packs its own build; here the host's binary stands in for each.
+    let mut archives = Vec::new();
+    for platform in ["linux/amd64", "linux/arm64", "darwin/arm64"] {
+        let packed = script(&["pack", "--binary", binary, "--platform", platform, "--out", out]);
+        assert!(packed.status.success(), "{}", String::from_utf8_lossy(&packed.stderr));
+        archives.push(String::from_utf8(packed.stdout).unwrap().trim().to_owned());
+    }
+    let manifest = tmp.join("misschedule.yaml");
+    let mut args = vec!["manifest", "--manifest", manifest.to_str().unwrap()];
+    args.extend(archives.iter().map(String::as_str));
+    let written = script(&args);
+    assert!(written.status.success(), "{}", String::from_utf8_lossy(&written.stderr));
+    let plugin = parse(&manifest);
+    assert_eq!(krew_problems("misschedule", &plugin), Vec::<String>::new());
+    let platforms: Vec<(String, String)> = plugin
+        .spec
+        .platforms
+        .iter()
+        .map(|p| (p.selector.match_labels["os"].clone(), p.selector.match_labels["arch"].clone()))
+        .collect();
+    let expected =
+        [("linux", "amd64"), ("linux", "arm64"), ("darwin", "arm64")].map(|(o, a)| (o.to_owned(), a.to_owned()));
+    assert_eq!(platforms, expected);
+    for (platform, archive) in plugin.spec.platforms.iter().zip(&archives) {
+        assert_eq!(platform.uri, expected_uri(platform));
+        assert!(platform.uri.ends_with(Path::new(archive).file_name().unwrap().to_str().unwrap()));
+        assert_eq!(platform.sha256, sha256_of(Path::new(archive)));
+    }
+    // Refused: a platform twice, another version's archive, a platform krew has no name for.
+    let mut twice = args.clone();
+    twice.push(&archives[0]);
+    assert!(!script(&twice).status.success(), "a platform given twice");
+    let stale = tmp.join("kubectl-misschedule_v0.0.1_linux_amd64.tar.gz");
+    std::fs::copy(&archives[0], &stale).unwrap();
+    let refused = script(&["manifest", "--manifest", manifest.to_str().unwrap(), stale.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("this version's"), "{refused:?}");
+    assert!(!script(&["pack", "--binary", binary, "--platform", "plan9/386", "--out", out]).status.success());
+    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 fn pack(out: &Path) -> (PathBuf, Plugin) {
