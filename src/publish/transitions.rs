@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::notice::{Notice, Subject, Verdict};
+use super::notice::{Notice, Subject};
 
 /// How long an ended verdict is remembered: the API server's default `--event-ttl`, after
 /// which the Event it would be a repeat of is gone anyway.
@@ -18,12 +18,11 @@ pub const MAX_ENDED: usize = 100_000;
 /// What was announced for a subject.
 #[derive(Debug)]
 struct Announced {
-    /// The notice, whose recovery is announced when its subject recovers.
+    /// The notice: its verdict and episode, and the recovery to announce when its subject
+    /// recovers.
     notice: Notice,
-    verdict: Verdict,
-    /// The Event's id (`Notice::event_id`).
+    /// The Event's id (`Notice::event_id`), kept: it is a digest.
     id: u64,
-    episode: u64,
     at_ms: i64,
 }
 
@@ -40,7 +39,10 @@ impl Transitions {
     /// The notices whose verdict is new; subjects no longer current, or current again in a
     /// later episode, are forgotten (see `retain_current`), so a relapse is announced again.
     pub fn changed<'a>(&self, current: &'a [Notice]) -> Vec<&'a Notice> {
-        current.iter().filter(|n| self.announced.get(&n.subject).map(|a| &a.verdict) != Some(&n.verdict)).collect()
+        current
+            .iter()
+            .filter(|n| self.announced.get(&n.subject).map(|a| &a.notice.verdict) != Some(&n.verdict))
+            .collect()
     }
 
     /// Record that `notice` was announced (or will never be: a denied Event is not retried),
@@ -50,15 +52,9 @@ impl Transitions {
         self.ended.remove(&id);
         // A relapse ends the recovery before it: a later recovery is its repeat.
         self.ended.insert(notice.recovery().event_id(), now_ms);
-        let now = Announced {
-            notice: notice.clone(),
-            verdict: notice.verdict.clone(),
-            id,
-            episode: notice.episode,
-            at_ms: now_ms,
-        };
+        let now = Announced { notice: notice.clone(), id, at_ms: now_ms };
         let previous = self.announced.insert(notice.subject.clone(), now);
-        if let Some(previous) = previous.filter(|a| a.verdict != notice.verdict) {
+        if let Some(previous) = previous.filter(|a| a.notice.verdict != notice.verdict) {
             self.ended.insert(previous.id, now_ms);
         }
     }
@@ -77,7 +73,7 @@ impl Transitions {
                 gone.push(a.notice.clone());
                 false
             }
-            Some(&episode) if episode != a.episode => {
+            Some(&episode) if episode != a.notice.episode => {
                 // Before any write of the new episode, and after the announced one's.
                 ended.insert(a.id, (a.at_ms + 1).min(now_ms));
                 false
