@@ -138,6 +138,17 @@ async fn answers_name_their_scope_and_failures_are_one_line() {
     // The exporter on that token: no answer claimed, and the page says why.
     let exporter = Exporter::spawn_on("0.0.0.0", &["--kubeconfig", &nobody], Stdio::null());
     support::http::wait_ok(exporter.port, "/healthz", Duration::from_secs(10));
+    // Until every watch's first list has been refused, some say "not listed yet": never an answer.
+    let started = Instant::now();
+    loop {
+        let (status, readyz) = exporter.get("/readyz").unwrap();
+        assert_eq!(status, 503, "{readyz}");
+        if readyz.lines().filter(|l| l.contains(": cannot list: ")).count() == 4 {
+            break;
+        }
+        assert!(started.elapsed() < FAST, "the refusals are not named: {readyz}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let (status, body) = exporter.get("/explain").unwrap();
     assert_eq!(status, 503, "{body}");
     let refusal: Value = serde_json::from_str(&body).unwrap();
