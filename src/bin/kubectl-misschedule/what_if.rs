@@ -160,10 +160,15 @@ async fn nodes_change(cli: &Cli, change: &NodeChange, label: bool) -> Result<Ans
     }
     let selection = Selection { namespace: namespace.clone(), daemonset: cli.scope.daemonset.clone() };
     let outcome = simulate::nodes(&mut index, &selection, current, edited).map_err(bad_input)?;
-    if let (Some(name), 0) = (cli.scope.daemonset.as_deref(), outcome.daemonsets) {
-        let scope = namespace.as_deref().map_or("in any namespace".to_owned(), |ns| format!("in namespace {ns}"));
-        return Err(bad_input(anyhow!("daemonsets.apps {name:?} not found {scope} ({source})")));
-    }
+    // A --daemonset that names nothing is an error, said as every answer says it.
+    let covered = misschedule_exporter::report::scope::LookedAt {
+        source: source.clone(),
+        namespace: namespace.clone(),
+        daemonset: cli.scope.daemonset.clone(),
+        daemonsets: outcome.daemonsets,
+        ..Default::default()
+    };
+    covered.check().map_err(bad_input)?;
     let mut words = vec![what.to_owned()];
     words.extend(change.args.iter().cloned());
     if let Some(selector) = &change.selector {
