@@ -99,7 +99,8 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
     for view in index.daemonsets() {
         let id = &view.ds.id;
         if !selection.covers(&id.namespace, &id.name) {
-            elsewhere += view.misscheduled_pods().len();
+            // Counted as the DaemonSet's status counts (nodes), without classifying a pod.
+            elsewhere += view.misscheduled_node_count();
             continue;
         }
         covered += 1;

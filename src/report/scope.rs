@@ -103,7 +103,8 @@ pub struct LookedAt {
     /// How many DaemonSets the answer covers, and the nodes they were checked against.
     pub daemonsets: usize,
     pub nodes: usize,
-    /// Misscheduled pods of DaemonSets the selection left out; none when those were not read.
+    /// Misscheduled nodes of DaemonSets the selection left out, counted as
+    /// `status.numberMisscheduled` counts them; none when those were not read.
     pub misscheduled_elsewhere: Option<usize>,
     /// When the answer was computed, RFC 3339.
     pub as_of: String,
