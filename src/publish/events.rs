@@ -56,13 +56,16 @@ fn instance() -> String {
 
 /// Publish Events until the task is dropped or the index is gone.
 pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>) {
-    let writer = Writer { client, instance: instance() };
+    let mut sender = Sender {
+        writer: Writer { client, instance: instance() },
+        limit: RateLimit::new(BURST, PER_SECOND, 0.0),
+        started: Instant::now(),
+        telemetry,
+        denied_reported: false,
+    };
     let mut transitions = Transitions::default();
-    let started = Instant::now();
-    let mut limit = RateLimit::new(BURST, PER_SECOND, 0.0);
     let mut generations = shared.generations(MIN_LOOK_INTERVAL);
     let mut deferred = false;
-    let mut denied_reported = false;
     // Recoveries seen and not yet written (throttled): a recovery is seen once, when its
     // subject goes, so it waits here rather than being lost.
     let mut recoveries: VecDeque<Notice> = VecDeque::new();
@@ -94,14 +97,7 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
         let changed: Vec<Notice> = transitions.changed(&notices).into_iter().cloned().collect();
         // Recoveries first: they are older news than anything `changed` holds.
         while let Some(recovery) = recoveries.front() {
-            if !limit.try_take(started.elapsed().as_secs_f64()) {
-                telemetry.record_kube_event(KubeEventResult::RateLimited);
-                deferred = true;
-                break;
-            }
-            let result = writer.write(recovery, transitions.ended_at(recovery.event_id())).await;
-            telemetry.record_kube_event(result);
-            if result == KubeEventResult::Unavailable {
+            if sender.send(recovery, transitions.ended_at(recovery.event_id())).await == Sent::Later {
                 deferred = true;
                 break;
             }
@@ -111,29 +107,51 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
             continue;
         }
         for notice in &changed {
-            if !limit.try_take(started.elapsed().as_secs_f64()) {
-                telemetry.record_kube_event(KubeEventResult::RateLimited);
+            if sender.send(notice, transitions.ended_at(notice.event_id())).await == Sent::Later {
                 deferred = true;
                 break;
             }
-            let result = writer.write(notice, transitions.ended_at(notice.event_id())).await;
-            if result == KubeEventResult::Forbidden && !denied_reported {
-                tracing::error!(
-                    "cannot write Events (RBAC forbids create on events.k8s.io events); --events needs it, \
-                     e.g. the chart's events.enabled. The exporter keeps serving; no further Event is tried \
-                     for the pods misscheduled now"
-                );
-                denied_reported = true;
-            }
-            telemetry.record_kube_event(result);
-            if result == KubeEventResult::Unavailable {
-                // Throttled or unavailable: tried again in a later round.
-                deferred = true;
-                break;
-            }
-            // Sent, written before, or failed for good: not tried again for this verdict.
             transitions.announced(notice, unix_ms());
         }
+    }
+}
+
+/// What became of one Event this round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sent {
+    /// Written, written before, or failed for good: not tried again for this verdict.
+    Settled,
+    /// No token, or the API server throttles or is unavailable: this round stops here and
+    /// the Event is tried again in a later one.
+    Later,
+}
+
+/// Writes Events within the rate limit and counts what became of each.
+struct Sender {
+    writer: Writer,
+    limit: RateLimit,
+    started: Instant,
+    telemetry: Arc<Telemetry>,
+    denied_reported: bool,
+}
+
+impl Sender {
+    async fn send(&mut self, notice: &Notice, ended_ms: Option<i64>) -> Sent {
+        if !self.limit.try_take(self.started.elapsed().as_secs_f64()) {
+            self.telemetry.record_kube_event(KubeEventResult::RateLimited);
+            return Sent::Later;
+        }
+        let result = self.writer.write(notice, ended_ms).await;
+        if result == KubeEventResult::Forbidden && !self.denied_reported {
+            tracing::error!(
+                "cannot write Events (RBAC forbids create on events.k8s.io events); --events needs it, \
+                 e.g. the chart's events.enabled. The exporter keeps serving; no Event is tried again \
+                 for what is known now"
+            );
+            self.denied_reported = true;
+        }
+        self.telemetry.record_kube_event(result);
+        if result == KubeEventResult::Unavailable { Sent::Later } else { Sent::Settled }
     }
 }
 
