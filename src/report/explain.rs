@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::index::{Index, Resource};
 use crate::model::Timestamp;
 pub use crate::report::scope::Selection;
-use crate::report::scope::{LookedAt, Origin};
+use crate::report::scope::{LookedAt, Origin, plural};
 use crate::rules::reason::Reason;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -75,6 +75,21 @@ impl Explanation {
         };
         self.misscheduled.iter().any(|r| unknown(&r.reason, &r.manager))
             || self.lost.iter().any(|r| unknown(&r.reason, &r.manager))
+    }
+
+    /// What is said when no pod is misscheduled: what was checked, and never an all-clear
+    /// while nodes are lost.
+    pub fn nothing_misscheduled(&self) -> String {
+        let mut line = match &self.looked_at {
+            Some(looked_at) => looked_at.all_clear(),
+            None => "No misscheduled daemon pods (the exporter is older and does not say what it looked at).\n".into(),
+        };
+        if !self.lost.is_empty() {
+            line.truncate(line.trim_end().len());
+            let who = if self.lost.len() == 1 { "a DaemonSet" } else { "the DaemonSets" };
+            line.push_str(&format!(" But {who} lost {}: see Lost nodes below.\n", plural(self.lost.len(), "node")));
+        }
+        line
     }
 
     /// The same pods, reasons, keys, managers, fixes and skipped nodes: only ages moved on.

@@ -89,8 +89,7 @@ fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'
         explanation.misscheduled.iter().partition(|row| is_expected(&row.reason));
     if explanation.misscheduled.is_empty() {
         let class = if explanation.lost.is_empty() && status.problems.is_empty() { "ok" } else { "meta" };
-        let text =
-            explanation.looked_at.as_ref().map_or_else(|| "No misscheduled daemon pods.".to_owned(), |l| l.all_clear());
+        let text = explanation.nothing_misscheduled();
         writeln!(out, "<p class=\"{class}\">{}</p>", Escaped(text.trim_end()))?;
     }
     if !action.is_empty() {
@@ -382,6 +381,16 @@ mod tests {
         );
         assert!(page.contains("Showing only part of what was read. <a href=\"?\">Show all</a>"));
         assert!(!page.contains("<table"));
+        assert!(page.contains("<p class=\"ok\">No misscheduled"), "green only when nothing is wrong");
+
+        let lost = Explanation {
+            looked_at: quiet.looked_at.clone(),
+            lost: vec![crate::report::explain::tests::lost_row(5)],
+            ..Explanation::default()
+        };
+        let page = render_page(&lost, &READY);
+        assert!(page.contains("<p class=\"meta\">No misscheduled daemon pods"), "lost nodes: no green line");
+        assert!(page.contains(" But a DaemonSet lost 1 node: see Lost nodes below.</p>"), "{page}");
 
         let problems = ["pods: watch failing, serving the last list: HTTP 503".to_owned()];
         let failing = PageStatus { problems: &problems, ..READY };

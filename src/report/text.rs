@@ -80,11 +80,7 @@ fn render(explanation: &Explanation, wide: bool) -> String {
     let mut out = String::new();
     let source = explanation.looked_at.as_ref().map_or("", |l| l.source.as_str());
     if explanation.misscheduled.is_empty() {
-        match &explanation.looked_at {
-            Some(looked_at) => out.push_str(&looked_at.all_clear()),
-            None => out
-                .push_str("No misscheduled daemon pods (the exporter is older and does not say what it looked at).\n"),
-        }
+        out.push_str(&explanation.nothing_misscheduled());
     } else {
         let row = |r: &PodRow| {
             [
@@ -234,5 +230,29 @@ mod tests {
         assert!(!print(&of(vec![row("a", 5)]), Output::Table).unwrap().contains("Lost nodes"));
         let json = print(&with_loss, Output::Json).unwrap();
         assert!(json.contains("\"lost\": [") && json.contains("\"fix\": \"check NFD\""), "{json}");
+    }
+
+    #[test]
+    fn no_misscheduled_pod_is_no_all_clear_while_nodes_are_lost() {
+        let looked_at =
+            LookedAt { source: "cluster https://k8s".into(), daemonsets: 2, nodes: 3, ..LookedAt::default() };
+        let mut answer = Explanation { looked_at: Some(looked_at), ..of(Vec::new()) };
+        let quiet = print(&answer, Output::Table).unwrap();
+        assert!(quiet.starts_with("No misscheduled daemon pods") && !quiet.contains("lost"), "{quiet}");
+        answer.lost = vec![lost_row(5)];
+        let table = print(&answer, Output::Table).unwrap();
+        assert!(
+            table.starts_with(
+                "No misscheduled daemon pods in any namespace: 2 DaemonSets on 3 nodes checked \
+                 (cluster https://k8s). But a DaemonSet lost 1 node: see Lost nodes below.\n"
+            ),
+            "{table}"
+        );
+        answer.lost.push(lost_row(7));
+        assert!(
+            print(&answer, Output::Table)
+                .unwrap()
+                .contains(" But the DaemonSets lost 2 nodes: see Lost nodes below.\n")
+        );
     }
 }
