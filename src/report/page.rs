@@ -249,6 +249,7 @@ impl Display for Escaped<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::explain::tests::lost_row;
     use crate::report::explain::{IneligibleRow, LostRow, PodRow};
     use crate::report::scope::LookedAt;
 
@@ -312,15 +313,9 @@ mod tests {
             looked_at: Some(looked_at(None)),
             misscheduled: vec![row("pool"), drain],
             lost: vec![LostRow {
-                namespace: "kube-system".into(),
-                daemonset: "gpu-agent".into(),
-                node: "n2".into(),
-                reason: "nfd_change".into(),
-                key: "feature.node.kubernetes.io/pci-10de.present".into(),
-                manager: "nfd-master".into(),
                 since: "2026-11-22T10:00:00Z".into(),
-                age_seconds: 7200,
                 fix: "check NFD on n2".into(),
+                ..lost_row(7200)
             }],
             ineligible: vec![IneligibleRow {
                 namespace: "kube-system".into(),
@@ -383,11 +378,7 @@ mod tests {
         assert!(!page.contains("<table"));
         assert!(page.contains("<p class=\"ok\">No misscheduled"), "green only when nothing is wrong");
 
-        let lost = Explanation {
-            looked_at: quiet.looked_at.clone(),
-            lost: vec![crate::report::explain::tests::lost_row(5)],
-            ..Explanation::default()
-        };
+        let lost = Explanation { looked_at: quiet.looked_at.clone(), lost: vec![lost_row(5)], ..Default::default() };
         let page = render_page(&lost, &READY);
         assert!(page.contains("<p class=\"meta\">No misscheduled daemon pods"), "lost nodes: no green line");
         assert!(page.contains(" But a DaemonSet lost 1 node: see Lost nodes below.</p>"), "{page}");
