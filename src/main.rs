@@ -226,10 +226,10 @@ async fn run(cli: Cli) -> Outcome {
             ..watch::WatchConfig::new(source.namespace.clone(), source.classification.pod_selector.clone())
         };
         watches = Some(watch::spawn_all(client, &config, shared.clone(), telemetry.clone()));
-        (shared, Origin::new(format!("cluster {server}"), source.namespace.clone()))
+        (shared, Origin::watched(format!("cluster {server}"), source.namespace.clone()))
     } else {
         let snapshot = Snapshot::read_files(&source.snapshot).or_exit(Exit::Snapshot)?;
-        let origin = Origin::new(format!("snapshot {}", snapshot.files()), source.namespace.clone());
+        let origin = Origin::read_once(format!("snapshot {}", snapshot.files()), source.namespace.clone());
         snapshot.load_into(&mut index, &source.namespace).or_exit(Exit::Snapshot)?;
         warn_on_status_disagreement(&index);
         (Arc::new(Shared::new(index)), origin)

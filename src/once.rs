@@ -34,7 +34,7 @@ impl Reading {
             [only] => list::misscheduled_elsewhere(client, only).await,
             _ => None,
         };
-        Ok(Self { index, origin: Origin::new(format!("cluster {server}"), namespaces), misscheduled_elsewhere })
+        Ok(Self { index, origin: Origin::read_once(format!("cluster {server}"), namespaces), misscheduled_elsewhere })
     }
 
     /// The snapshot's nodes and the rest of `namespaces` (all when empty). A namespace the
@@ -43,7 +43,7 @@ impl Reading {
         snapshot.check_namespaces(&namespaces)?;
         let source = format!("snapshot {}", snapshot.files());
         snapshot.load_into(&mut index, &namespaces)?;
-        Ok(Self { index, origin: Origin::new(source, namespaces), misscheduled_elsewhere: None })
+        Ok(Self { index, origin: Origin::read_once(source, namespaces), misscheduled_elsewhere: None })
     }
 
     /// The answer for `selection`, naming what it looked at.

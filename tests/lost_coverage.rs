@@ -2,7 +2,8 @@
 //! the DaemonSet controller asks for, as in a real cluster: a node that stops qualifying
 //! loses its daemon pod within seconds, and then nothing is misscheduled. The exporter must
 //! still name the node, why, and who changed it, on every surface: /metrics, /explain, the
-//! page, `kubectl misschedule --from-exporter` and a NodeLost Event.
+//! page, `kubectl misschedule --from-exporter` and a NodeLost Event; one look at the cluster
+//! says it cannot know them.
 
 mod support;
 
@@ -218,6 +219,19 @@ async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
     lab.expect("NFD drops the label on n1", &lost(&[gpu_n1]), &losses(&[("gpu-agent", "nfd_change", GPU, 1.0)])).await;
     let nfd_words: &[&str] = &["Node n1 lost its daemon pod", "reason nfd_change", "changed by nfd-master", "Fix:"];
     lab.expect_events("one NodeLost Event", &[("gpu-agent", nfd_words, 1)]).await;
+    // One look at the cluster sees nothing wrong, and must not say all is well: it says it
+    // cannot know, and names the exporter that does.
+    let out = kubectl_plugin(&kubeconfig).args(["-n", NS]).output().unwrap();
+    let live = String::from_utf8(out.stdout).unwrap();
+    assert!(live.starts_with("No misscheduled daemon pods in namespace "), "{live}");
+    assert!(live.contains("\nLost nodes: unknown to one look at the cluster, where a node whose daemon pod"), "{live}");
+    assert!(
+        live.ends_with(
+            "An exporter runs in this cluster: kubectl misschedule --from-exporter monitoring/misschedule-exporter\n"
+        ),
+        "{live}"
+    );
+    println!("kubectl misschedule -n {NS} (one look, while n1 is lost):\n{live}");
 
     // NFD restarts and the label flaps twice: each loss counts, on the same Event's series.
     for (round, count) in [(1, 2.0), (2, 3.0)] {

@@ -171,6 +171,7 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
         misscheduled_elsewhere: origin.reads_beyond(selection).then_some(elsewhere),
         as_of: rfc3339(now),
         warnings: Vec::new(),
+        read_once: origin.read_once,
     });
     out
 }

@@ -2,16 +2,13 @@
 //! operator who port-forwards to the exporter. No script and no external asset, so it
 //! renders in any browser and behind any proxy. Everything from the cluster is escaped.
 
-use std::fmt::{self, Display, Write as _};
+use std::fmt::{self, Write as _};
 
 use crate::report::explain::{Explanation, LostRow, PodRow};
-use crate::report::scope::plural;
+use crate::report::html::{Escaped, ReasonLink, table};
+use crate::report::scope::{LookedAt, plural};
 use crate::report::text::{human_age, manager_cell};
 use crate::rules::reason::Reason;
-
-/// Where each reason's runbook section is (`docs/runbooks.md`, one `###` per reason), as the
-/// mixin's `runbookURLPattern` points its alerts.
-pub const RUNBOOKS: &str = "https://github.com/misschedule-exporter/misschedule-exporter/blob/main/docs/runbooks.md";
 
 /// How often the page reloads itself.
 pub const REFRESH_SECONDS: u32 = 30;
@@ -87,8 +84,11 @@ fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'
 
     let (expected, action): (Vec<&PodRow>, Vec<&PodRow>) =
         explanation.misscheduled.iter().partition(|row| is_expected(&row.reason));
+    let lost_unknown = explanation.looked_at.as_ref().and_then(LookedAt::lost_unknown);
     if explanation.misscheduled.is_empty() {
-        let class = if explanation.lost.is_empty() && status.problems.is_empty() { "ok" } else { "meta" };
+        // Green only when nothing is wrong and nothing went unseen.
+        let clear = explanation.lost.is_empty() && lost_unknown.is_none() && status.problems.is_empty();
+        let class = if clear { "ok" } else { "meta" };
         let text = explanation.nothing_misscheduled();
         writeln!(out, "<p class=\"{class}\">{}</p>", Escaped(text.trim_end()))?;
     }
@@ -107,6 +107,9 @@ fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'
     }
     if !explanation.lost.is_empty() {
         lost_table(out, &explanation.lost)?;
+    }
+    if let Some(note) = lost_unknown {
+        writeln!(out, "<p class=\"meta\">{}</p>", Escaped(&note))?;
     }
 
     if !explanation.ineligible.is_empty() {
@@ -184,74 +187,12 @@ fn common(reason: &str, key: &str, manager: &str, since: &str, age: i64) -> [Str
     ]
 }
 
-/// A table whose cells carry their column's name, so that a narrow window shows each row
-/// as a card of labelled lines instead of a table wider than the window.
-fn table(out: &mut String, id: &str, columns: &[&str], rows: impl Iterator<Item = (bool, Vec<String>)>) -> fmt::Result {
-    write!(out, "<table id=\"{id}\" class=\"rows\"><thead><tr>")?;
-    columns.iter().try_for_each(|c| write!(out, "<th>{c}</th>"))?;
-    out.push_str("</tr></thead><tbody>\n");
-    for (expected, cells) in rows {
-        out.push_str(if expected { "<tr class=\"expected\">" } else { "<tr>" });
-        for (column, cell) in columns.iter().zip(cells) {
-            let class = match *column {
-                "Since" => " class=\"age\"",
-                "Suggested fix" => " class=\"fix\"",
-                "Key" => " class=\"key\"",
-                _ => "",
-            };
-            write!(out, "<td data-label=\"{column}\"{class}>{cell}</td>")?;
-        }
-        out.push_str("</tr>\n");
-    }
-    out.write_str("</tbody></table>\n")
-}
-
-/// A reason, linked to its runbook section, tagged when it is expected.
-struct ReasonLink<'a>(&'a str);
-
-impl Display for ReasonLink<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match Reason::from_name(self.0) {
-            Some(reason) => {
-                let name = reason.as_str();
-                write!(f, "<a href=\"{RUNBOOKS}#{name}\">{name}</a>")?;
-                if reason.expected() {
-                    f.write_str("<span class=\"tag\">expected</span>")?;
-                }
-                Ok(())
-            }
-            None => Escaped(self.0).fmt(f),
-        }
-    }
-}
-
-/// Text made safe for HTML element content and quoted attribute values.
-struct Escaped<'a>(&'a str);
-
-impl Display for Escaped<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut rest = self.0;
-        while let Some(at) = rest.find(['&', '<', '>', '"', '\'']) {
-            f.write_str(&rest[..at])?;
-            f.write_str(match rest.as_bytes()[at] {
-                b'&' => "&amp;",
-                b'<' => "&lt;",
-                b'>' => "&gt;",
-                b'"' => "&quot;",
-                _ => "&#39;",
-            })?;
-            rest = &rest[at + 1..];
-        }
-        f.write_str(rest)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::explain::tests::lost_row;
     use crate::report::explain::{IneligibleRow, LostRow, PodRow};
-    use crate::report::scope::LookedAt;
+    use crate::report::html::RUNBOOKS;
 
     fn row(key: &str) -> PodRow {
         PodRow {
@@ -280,15 +221,8 @@ mod tests {
             misscheduled_elsewhere: None,
             as_of: "2026-11-25T03:00:00Z".into(),
             warnings: vec![],
+            read_once: false,
         }
-    }
-
-    #[test]
-    fn escapes_every_special_character() {
-        assert_eq!(Escaped(r#"a<b>&"c'd"#).to_string(), "a&lt;b&gt;&amp;&quot;c&#39;d");
-        assert_eq!(Escaped("plain").to_string(), "plain");
-        assert_eq!(Escaped("").to_string(), "");
-        assert_eq!(Escaped("ünïcode<").to_string(), "ünïcode&lt;");
     }
 
     #[test]
@@ -382,6 +316,12 @@ mod tests {
         let page = render_page(&lost, &READY);
         assert!(page.contains("<p class=\"meta\">No misscheduled daemon pods"), "lost nodes: no green line");
         assert!(page.contains(" But a DaemonSet lost 1 node: see Lost nodes below.</p>"), "{page}");
+
+        // A snapshot cannot know lost nodes: said so, and no green line.
+        let once = LookedAt { source: "snapshot s.json".into(), read_once: true, ..looked_at(None) };
+        let page = render_page(&Explanation { looked_at: Some(once), ..Default::default() }, &READY);
+        assert!(page.contains("<p class=\"meta\">No misscheduled") && !page.contains("class=\"ok\""), "{page}");
+        assert!(page.contains("<p class=\"meta\">Lost nodes: unknown to a snapshot, where a node"), "{page}");
 
         let problems = ["pods: watch failing, serving the last list: HTTP 503".to_owned()];
         let failing = PageStatus { problems: &problems, ..READY };

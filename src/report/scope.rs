@@ -49,11 +49,20 @@ pub struct Origin {
     pub source: String,
     /// The namespaces whose DaemonSets were read; empty: every namespace.
     pub namespaces: Vec<String>,
+    /// Read once (a list, a snapshot) rather than watched: the nodes a DaemonSet lost are
+    /// unknown to it, since a pod the controller deleted leaves nothing to read.
+    pub read_once: bool,
 }
 
 impl Origin {
-    pub fn new(source: impl Into<String>, namespaces: Vec<String>) -> Self {
-        Self { source: source.into(), namespaces }
+    /// A source watched as it changes: an exporter, `kubectl misschedule --watch`.
+    pub fn watched(source: impl Into<String>, namespaces: Vec<String>) -> Self {
+        Self { source: source.into(), namespaces, read_once: false }
+    }
+
+    /// A source read once: a one-shot list, a snapshot.
+    pub fn read_once(source: impl Into<String>, namespaces: Vec<String>) -> Self {
+        Self { read_once: true, ..Self::watched(source, namespaces) }
     }
 
     /// A namespace this index never read cannot be answered for, however empty it looks.
@@ -112,6 +121,11 @@ pub struct LookedAt {
     /// last known state), in one line.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The source was read once, so lost nodes are unknown to it ([`Origin::read_once`]).
+    /// Said in the tables and on the page; the JSON shape stays as it is, and its `source`
+    /// (`cluster …` from a one-shot command, `snapshot …`) tells the same.
+    #[serde(skip)]
+    pub read_once: bool,
 }
 
 impl LookedAt {
@@ -139,6 +153,20 @@ impl LookedAt {
             }),
             _ => Ok(()),
         }
+    }
+
+    /// Why an answer read once lists no lost node, and who would know: none when it
+    /// watched, or checked no DaemonSet.
+    pub fn lost_unknown(&self) -> Option<String> {
+        if !self.read_once || self.daemonsets == 0 {
+            return None;
+        }
+        let look = if self.source.starts_with("snapshot") { "a snapshot" } else { "one look at the cluster" };
+        Some(format!(
+            "Lost nodes: unknown to {look}, where a node whose daemon pod the controller deleted looks like one the \
+             DaemonSet never wanted; an exporter watching the cluster remembers them \
+             (kubectl misschedule --from-exporter NAMESPACE/SERVICE)."
+        ))
     }
 
     /// What an empty answer says, naming what it looked at:
@@ -187,6 +215,7 @@ mod tests {
             misscheduled_elsewhere: None,
             as_of: "2026-11-25T00:00:00Z".into(),
             warnings: vec![],
+            read_once: false,
         }
     }
 
@@ -227,6 +256,19 @@ mod tests {
     }
 
     #[test]
+    fn lost_nodes_are_unknown_to_what_was_read_once() {
+        let watched = looked_at(Some("ns"), None, 2);
+        assert_eq!(watched.lost_unknown(), None, "a watch saw the pods go");
+        let once = LookedAt { read_once: true, ..watched };
+        let note = once.lost_unknown().unwrap();
+        assert!(note.starts_with("Lost nodes: unknown to one look at the cluster, where "), "{note}");
+        let snapshot = LookedAt { source: "snapshot a.json".into(), ..once.clone() };
+        assert!(snapshot.lost_unknown().unwrap().starts_with("Lost nodes: unknown to a snapshot, where "));
+        assert_eq!(LookedAt { daemonsets: 0, ..once }.lost_unknown(), None, "no DaemonSet, nothing to lose");
+        assert!(Origin::read_once("x", vec![]).read_once && !Origin::watched("x", vec![]).read_once);
+    }
+
+    #[test]
     fn a_named_daemonset_that_is_not_there_is_an_error() {
         assert_eq!(looked_at(Some("ns"), Some("agent"), 1).check(), Ok(()));
         assert_eq!(looked_at(Some("ns"), None, 0).check(), Ok(()), "a namespace without DaemonSets is an answer");
@@ -238,12 +280,12 @@ mod tests {
 
     #[test]
     fn a_namespace_that_was_not_read_is_an_error() {
-        let origin = Origin::new("cluster x", vec!["a".into(), "b".into()]);
+        let origin = Origin::watched("cluster x", vec!["a".into(), "b".into()]);
         let select = |ns: &str| Selection { namespace: Some(ns.into()), daemonset: None };
         assert_eq!(origin.check(&select("a")), Ok(()));
         let error = origin.check(&select("c")).unwrap_err().to_string();
         assert_eq!(error, "namespace c was not read: cluster x holds only a, b");
-        assert_eq!(Origin::new("cluster x", vec![]).check(&select("c")), Ok(()));
+        assert_eq!(Origin::watched("cluster x", vec![]).check(&select("c")), Ok(()));
     }
 
     #[test]
@@ -252,8 +294,8 @@ mod tests {
             namespace: ns.map(Into::into),
             daemonset: ds.map(Into::into),
         };
-        let all = Origin::new("x", vec![]);
-        let one = Origin::new("x", vec!["a".into()]);
+        let all = Origin::watched("x", vec![]);
+        let one = Origin::watched("x", vec!["a".into()]);
         assert!(!all.reads_beyond(&select(None, None)));
         assert!(all.reads_beyond(&select(Some("a"), None)));
         assert!(!one.reads_beyond(&select(Some("a"), None)), "only a was read");

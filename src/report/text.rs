@@ -151,6 +151,9 @@ fn render(explanation: &Explanation, wide: bool) -> String {
             .collect();
         table(&mut out, ["NAMESPACE", "DAEMONSET", "REASON", "KEY", "NODES"], &rows);
     }
+    if let Some(note) = explanation.looked_at.as_ref().and_then(|l| l.lost_unknown()) {
+        out.push_str(&format!("\n{note}\n"));
+    }
     if explanation.has_unknown_manager() {
         out.push_str(&unknown_manager_note(source));
     }
@@ -254,5 +257,23 @@ mod tests {
                 .unwrap()
                 .contains(" But the DaemonSets lost 2 nodes: see Lost nodes below.\n")
         );
+    }
+
+    #[test]
+    fn an_answer_read_once_says_it_cannot_know_lost_nodes() {
+        let looked_at =
+            LookedAt { source: "cluster https://k8s".into(), daemonsets: 2, nodes: 3, ..LookedAt::default() };
+        let watched = Explanation { looked_at: Some(looked_at.clone()), ..of(vec![row("a", 5)]) };
+        assert!(!print(&watched, Output::Wide).unwrap().contains("Lost nodes"), "a watch saw pods go");
+        let once = LookedAt { read_once: true, ..looked_at };
+        for answer in [of(vec![row("a", 5)]), of(Vec::new())] {
+            let answer = Explanation { looked_at: Some(once.clone()), ..answer };
+            let table = print(&answer, Output::Table).unwrap();
+            assert!(table.contains("\n\nLost nodes: unknown to one look at the cluster, where a node"), "{table}");
+            assert!(table.contains("(kubectl misschedule --from-exporter NAMESPACE/SERVICE).\n"), "{table}");
+            // JSON keeps its shape: `source` says it was read once.
+            let json = print(&answer, Output::Json).unwrap();
+            assert!(!json.contains("read_once") && !json.contains("unknown to"), "{json}");
+        }
     }
 }

@@ -106,6 +106,8 @@ impl ExporterService {
             unreachable(format!("the answer is not an explanation: {}", text.lines().next().unwrap_or_default()))
         })?;
         if let Some(looked_at) = &mut explanation.looked_at {
+            // An exporter serving a snapshot has read it once, as the plugin would.
+            looked_at.read_once = looked_at.source.starts_with("snapshot");
             looked_at.source = format!("exporter {}, watching {}", self.name(), looked_at.source);
         }
         Ok(explanation)

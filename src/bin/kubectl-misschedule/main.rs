@@ -169,10 +169,12 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
             .map_err(cli::list_failure)?;
         let explanation = reading.explain(&selection, unix_now()).map_err(|e| (Exit::Config, e.into()))?;
         let exit = answer(&cli, &explanation)?;
-        // A manager this list could not know, a running exporter may: name the one there is.
+        // A manager or a lost node this list could not know, a running exporter may: name
+        // the one there is.
         let tabular = matches!(cli.output, Output::Table | Output::Wide);
+        let unknown = explanation.looked_at.as_ref().is_some_and(|l| l.lost_unknown().is_some());
         if tabular
-            && explanation.has_unknown_manager()
+            && (unknown || explanation.has_unknown_manager())
             && let Some(service) = exporter::discover(&client).await
         {
             println!("An exporter runs in this cluster: kubectl misschedule --from-exporter {service}");
@@ -188,7 +190,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         .map_err(cli::list_failure)?
         .explain(&selection, unix_now())
         .map_err(|e| (Exit::Config, e.into()))?;
-    let origin = Origin::new(format!("cluster {server}"), namespaces.clone());
+    let origin = Origin::watched(format!("cluster {server}"), namespaces.clone());
     let shared = Arc::new(Shared::new(index));
     let config = watch::WatchConfig::new(namespaces, cli.classification.pod_selector.clone());
     let _watches = watch::spawn_all(client, &config, shared.clone(), Arc::new(Telemetry::default()));
