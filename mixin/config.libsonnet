@@ -28,8 +28,9 @@
     // DaemonSetNodeLost: reasons a lost node is someone's to fix. Not autoscaler_drain (the node
     // is going away) nor daemonset_changed (the DaemonSet was changed to leave it, on purpose).
     lostActionableReasons: ['label_drift', 'nfd_change', 'taint_added', 'node_name_mismatch'],
-    // DaemonSetCoverageFlapping: this many losses of one key in an hour is flapping (an NFD
-    // restart drops and re-adds its labels; each time the controller deletes the agent).
+    // DaemonSetCoverageFlapping: this many losses of one key in an hour, for the reasons above,
+    // is flapping (an NFD restart drops and re-adds its labels; each time the controller deletes
+    // the agent).
     flappingLosses: 3,
 
     grafanaDashboardUid: 'misschedule-exporter',

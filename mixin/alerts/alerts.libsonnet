@@ -71,22 +71,24 @@
         // Losses in the last hour, per replica (`sum without (reason)` keeps the target labels
         // that tell replicas apart), then the replica that saw the most: a replica restarted
         // within the hour counts fewer. A counter that appeared within the hour counts from 0,
-        // which `increase()` would not.
+        // which `increase()` would not. Only DaemonSetNodeLost's reasons count: cluster-autoscaler
+        // evicts daemon pods from the nodes it drains, so every scale-down is an autoscaler_drain
+        // loss, and a DaemonSet change leaves its nodes on purpose.
         rule(
           'DaemonSetCoverageFlapping',
           |||
             max by (%(clusterLabel)s, namespace, daemonset, key) (
               sum without (reason) (
-                daemonset_node_losses_total{%(misscheduleExporterSelector)s}
-                  - daemonset_node_losses_total{%(misscheduleExporterSelector)s} offset 1h
+                daemonset_node_losses_total{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"}
+                  - daemonset_node_losses_total{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"} offset 1h
                 or
-                daemonset_node_losses_total{%(misscheduleExporterSelector)s}
+                daemonset_node_losses_total{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"}
               )
             ) >= %(flappingLosses)s
           |||,
           '0m',
           'A DaemonSet keeps losing nodes over the same label or taint.',
-          'DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}%(inCluster)s lost nodes {{ $value }} times in the last hour over {{ $labels.key }}: each time the controller deleted its pod, and each time coverage came back. Something keeps removing and restoring {{ $labels.key }} (node-feature-discovery restarts do).',
+          'DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}%(inCluster)s lost a node {{ $value }} times in the last hour over {{ $labels.key }}, each time because the node stopped qualifying and the controller deleted its pod. Something keeps removing {{ $labels.key }} (node-feature-discovery restarts drop and re-add their labels), or removed it from many nodes at once.',
         ),
         // Silent when kube-state-metrics is absent (no left-hand series) and when the exporter is
         // (no right-hand series; MisscheduleExporterDown covers that).
