@@ -11,6 +11,23 @@
     expectedReasons: std.join('|', c.expectedReasons),
     lostReasons: std.join('|', c.lostActionableReasons),
     flappingLosses: std.toString(c.flappingLosses),
+    // DaemonSetCoverageFlapping's two sides, per replica: losses in the last hour, and those
+    // of them whose node is still lost.
+    losses: std.rstripChars(|||
+      sum without (reason) (
+          daemonset_node_losses_total{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"}
+            - daemonset_node_losses_total{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"} offset 1h
+          or
+          daemonset_node_losses_total{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"}
+        )
+    ||| % self, '\n'),
+    stillLost: std.rstripChars(|||
+      count without (node, reason, manager) (
+          daemonset_lost_node_info{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"}
+            and ignoring (key, manager)
+          daemonset_lost_node_since_timestamp_seconds{%(misscheduleExporterSelector)s} > time() - 3600
+        )
+    ||| % self, '\n'),
     drainStuckSeconds: std.toString(c.drainStuckSeconds),
     // " in cluster X" when the alert has a cluster, nothing otherwise.
     inCluster: '{{ with $labels.%s }} in cluster {{ . }}{{ end }}' % c.clusterLabel,
@@ -68,27 +85,26 @@
           'A node runs without its DaemonSet pod: the controller deleted it when the node stopped qualifying.',
           'Node {{ $labels.node }}%(inCluster)s lost the pod of DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}: reason {{ $labels.reason }}, key {{ $labels.key }}. The DaemonSet reports itself healthy. Run `kubectl misschedule -n {{ $labels.namespace }} --daemonset {{ $labels.daemonset }} -o wide --from-exporter NAMESPACE/SERVICE` for who changed it and the fix.',
         ),
-        // Losses in the last hour, per replica (`sum without (reason)` keeps the target labels
-        // that tell replicas apart), then the replica that saw the most: a replica restarted
-        // within the hour counts fewer. A counter that appeared within the hour counts from 0,
-        // which `increase()` would not. Only DaemonSetNodeLost's reasons count: cluster-autoscaler
-        // evicts daemon pods from the nodes it drains, so every scale-down is an autoscaler_drain
-        // loss, and a DaemonSet change leaves its nodes on purpose.
+        // Per replica (`without` keeps the target labels that tell replicas apart), then the
+        // replica that saw the most, which a restart within the hour does not lower:
+        // - losses: in the last hour, for DaemonSetNodeLost's reasons only. cluster-autoscaler
+        //   evicts daemon pods from the nodes it scales down, so every scale-down is an
+        //   autoscaler_drain loss, and a DaemonSet change leaves its nodes on purpose. A counter
+        //   that appeared within the hour counts from 0, which `increase()` would not.
+        // - still lost: those of the hour's losses whose node is still lost. One change that
+        //   drops many nodes at once and stays is no flapping (DaemonSetNodeLost pages for it);
+        //   flapping is losses that did not last.
         rule(
           'DaemonSetCoverageFlapping',
           |||
             max by (%(clusterLabel)s, namespace, daemonset, key) (
-              sum without (reason) (
-                daemonset_node_losses_total{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"}
-                  - daemonset_node_losses_total{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"} offset 1h
-                or
-                daemonset_node_losses_total{%(misscheduleExporterSelector)s, reason=~"%(lostReasons)s"}
-              )
-            ) >= %(flappingLosses)s
+              (%(losses)s >= %(flappingLosses)s)
+                > (%(stillLost)s or %(losses)s * 0)
+            )
           |||,
           '0m',
           'A DaemonSet keeps losing nodes over the same label or taint.',
-          'DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}%(inCluster)s lost a node {{ $value }} times in the last hour over {{ $labels.key }}, each time because the node stopped qualifying and the controller deleted its pod. Something keeps removing {{ $labels.key }} (node-feature-discovery restarts drop and re-add their labels), or removed it from many nodes at once.',
+          'DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}%(inCluster)s lost a node {{ $value }} times in the last hour over {{ $labels.key }}, and not every loss lasted: each time the node stopped qualifying, the controller deleted its pod, and it made a new one when the node qualified again. Something keeps removing and restoring {{ $labels.key }} (node-feature-discovery restarts drop and re-add their labels).',
         ),
         // Silent when kube-state-metrics is absent (no left-hand series) and when the exporter is
         // (no right-hand series; MisscheduleExporterDown covers that).
