@@ -6,7 +6,7 @@
 #       (~3 min, ~1.5 GiB; LARGE_NODES=0 skips it)
 #     - end to end: the release exporter lists 200,000 and 2,600,000 pods over loopback HTTP
 #       from a paginating API server in the bench, with and without gzip (~8 min)
-#     - live on the real control plane: 1,000 nodes x 20 DaemonSets, 64 scrapers, 60 s of churn
+#     - live on the lab (tests/lab/lab.sh): 1,000 KWOK nodes x 20 DaemonSets, 64 scrapers, 60 s of churn
 #     - the churn soak: 200 nodes x 20 DaemonSets, 64 scrapers, 600 s of churn (CHURN_SECONDS)
 #   scripts/bench.sh --smoke    small and quick (what CI runs; does not touch docs/)
 set -euo pipefail
@@ -39,8 +39,9 @@ for nodes in 5000 "${LARGE_NODES:-65000}"; do
 done
 end_to_end=${end_to_end#$'\n\n'}
 
-# The live runs use the release exporter binary against the real control plane.
-bash tests/controlplane/controlplane.sh build
+# The live runs use the release exporter binary against the lab, with the lab's kubectl.
+bash tests/lab/lab.sh build
+export PATH="$(bash tests/lab/lab.sh bin):$PATH"
 live=$(mktemp); soak=$(mktemp)
 trap 'rm -f "$out" "$small" "$large" "$live" "$soak"' EXIT
 CHURN_NODES=1000 CHURN_SECONDS=60 RELIABILITY_REPORT=$live \
@@ -130,13 +131,14 @@ more than real lists, so the cost of inflating them here is likely a low estimat
 
 $end_to_end
 
-## Live, on the real control plane
-kube-apiserver and kube-controller-manager v1.20.2 (\`tests/controlplane\`) on the same
-machine; the DaemonSet controller creates the pods, and the test binds them. The
+## Live, on the lab
+Kubernetes $(bash tests/lab/lab.sh bin | sed -n 's|.*/kubernetes-\(v[^-]*\)-.*|\1|p') (\`tests/lab/lab.sh\`) on the same machine:
+kube-apiserver, the controller manager and kube-scheduler, with KWOK running the nodes; the
+DaemonSet controller creates the pods, kube-scheduler binds them and KWOK runs them. The
 release exporter binary watches through its least-privilege ClusterRole. RSS is VmRSS
 from /proc/PID/status, read from outside. 64 client threads scrape /metrics over
 loopback, each opening a new connection per request, throughout the churn, while the
-control plane shares the two cores. The churn changes a node (taint, untaint,
+lab shares the two cores. The churn changes a node (taint, untaint,
 relabel, delete, recreate) or deletes a pod every 50 ms (\`tests/churn.rs\`).
 
 $(cat "$live")

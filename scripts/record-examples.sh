@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Re-record examples/ from the scenes of the real-control-plane suite, with kubectl.
+# Re-record examples/ from the scenes of the lab's scenario suite (tests/controlplane.rs), with
+# the lab's kubectl and --show-managed-fields, so that every manager in them is known.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v kubectl >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client >/dev/null
-fi
-bash tests/controlplane/controlplane.sh build
-RECORD_SNAPSHOTS="$PWD/examples" cargo test --locked --test controlplane -- --nocapture
+bash tests/lab/lab.sh build nfd
+PATH="$(bash tests/lab/lab.sh bin):$PATH" RECORD_SNAPSHOTS="$PWD/examples" \
+  cargo test --locked --test controlplane -- --include-ignored --nocapture

@@ -71,7 +71,7 @@ async fn ready(exporter: &Exporter) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the control plane: scripts/test.sh runs it"]
+#[ignore = "needs the lab: scripts/test.sh runs it"]
 async fn two_replicas_and_restarts_write_each_event_once() {
     let cp = ControlPlane::start("events-once");
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;

@@ -1,4 +1,4 @@
-//! Faults on the real control plane: the API server killed and restarted, the
+//! Faults on the lab's real control plane: the API server killed and restarted, the
 //! exporter alone cut off while the cluster changes, watches expired by etcd
 //! compaction (410 Gone), and RBAC that denies `watch pods` until it is granted.
 //! Through all of them the exporter keeps serving, `/readyz` tells the truth, and it
@@ -41,7 +41,7 @@ fn drain(node: &str) -> BTreeSet<(String, String, String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the control plane: scripts/test.sh runs it"]
+#[ignore = "needs the lab: scripts/test.sh runs it"]
 async fn apiserver_outage_serves_last_state_and_recovers() {
     let cp = ControlPlane::start("outage");
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
@@ -104,7 +104,7 @@ async fn apiserver_outage_serves_last_state_and_recovers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the control plane: scripts/test.sh runs it"]
+#[ignore = "needs the lab: scripts/test.sh runs it"]
 async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
     let cp = ControlPlane::start("rbac");
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
@@ -177,7 +177,6 @@ async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
         })
         .await;
         admin.set_taints(node, json!([])).await;
-        admin.finish_terminating().await;
     }
     assert!(exporter.ready(), "still ready");
     assert_eq!(exporter.sample("misschedule_exporter_kube_events_total{result=\"sent\"}"), Some(0.0));
@@ -237,7 +236,7 @@ fn compact_etcd(endpoint: &str) -> i64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the control plane: scripts/test.sh runs it"]
+#[ignore = "needs the lab: scripts/test.sh runs it"]
 async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     // Without the watch cache the API server serves watches from etcd, so compacting etcd
     // expires the exporter's resourceVersions, exactly as a long disconnection would.
@@ -245,7 +244,7 @@ async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
     scene(&admin, &READ).await;
     let pp = PostParams::default();
-    admin.nodes.create(&pp, &serde_json::from_value(json!({"metadata": {"name": "n3"}})).unwrap()).await.unwrap();
+    admin.add_nodes(&["n3"], &[]).await;
 
     // The exporter reaches the API server only through a proxy the test can cut.
     let server = cp.get("KUBE_SERVER");
@@ -263,7 +262,6 @@ async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     // A pod on every node first: a taint that comes before the pod keeps the pod away instead.
     let started = Instant::now();
     loop {
-        admin.bind_pending().await;
         let pods = admin.pods.list(&ListParams::default()).await.unwrap();
         if pods.items.iter().filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some())).count() == 3 {
             break;

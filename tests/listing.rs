@@ -55,7 +55,7 @@ fn answer(exporter: &Exporter) -> (Option<f64>, Option<f64>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the control plane: scripts/test.sh runs it"]
+#[ignore = "needs the lab: scripts/test.sh runs it"]
 async fn lists_are_paged_and_can_come_from_the_watch_cache() {
     let dir = std::env::temp_dir().join(format!("misschedule-listing-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

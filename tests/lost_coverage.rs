@@ -1,6 +1,7 @@
-//! Lost coverage on the real control plane, with the stand-in kubelet finishing the deletes
-//! the DaemonSet controller asks for, as in a real cluster: a node that stops qualifying
-//! loses its daemon pod within seconds, and then nothing is misscheduled. The exporter must
+//! Lost coverage on the lab, where KWOK finishes the deletes the DaemonSet controller asks
+//! for, as kubelets do: a node that stops qualifying loses its daemon pod within seconds,
+//! and then nothing is misscheduled. The GPU label comes and goes as the real nfd-master
+//! writes it, from NodeFeature objects. The exporter must
 //! still name the node, why, and who changed it, on every surface: /metrics, /explain, the
 //! page, `kubectl misschedule --from-exporter` and a NodeLost Event; one look at the cluster
 //! says it cannot know them.
@@ -18,7 +19,7 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 use support::browser;
 use support::cluster::*;
-use support::kubelet::Kubelet;
+use support::nfd::set_feature;
 use support::plugin::{expose_exporter, kubectl, kubectl_plugin};
 
 const GPU: &str = "feature.node.kubernetes.io/pci-10de.present";
@@ -173,11 +174,11 @@ impl Lab {
 }
 
 /// Nodes n1..n3 whose GPU label nfd-master set; `agent` on every node and `gpu-agent` on
-/// the GPU nodes, each pod bound by the stand-in kubelet.
-async fn scene(admin: &Cluster, kubeconfig: &str) {
+/// the GPU nodes, each pod bound by kube-scheduler and run by KWOK.
+async fn scene(admin: &Cluster) {
     agent_scene(admin, &["n1", "n2", "n3"]).await;
     for node in ["n1", "n2", "n3"] {
-        kubectl(kubeconfig, &["label", "node", node, &format!("{GPU}=true"), "--field-manager=nfd-master"]);
+        set_feature(admin, node, GPU, Some("true")).await;
     }
     let gpu_agent: DaemonSet = serde_json::from_value(json!({
         "metadata": {"name": "gpu-agent"},
@@ -191,13 +192,12 @@ async fn scene(admin: &Cluster, kubeconfig: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the control plane: scripts/test.sh runs it"]
+#[ignore = "needs the lab: scripts/test.sh runs it"]
 async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
-    let cp = ControlPlane::start("lost-coverage");
+    let cp = ControlPlane::start_lab("lost-coverage", &LabOptions { components: &["nfd"], ..Default::default() });
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
     let kubeconfig = cp.get("ADMIN_KUBECONFIG").to_owned();
-    let _kubelet = Kubelet::start(admin.client.clone(), Duration::from_secs(2));
-    scene(&admin, &kubeconfig).await;
+    scene(&admin).await;
     grant_exporter(&admin, &READ).await;
     grant_events(&admin).await;
     let started_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
@@ -214,7 +214,7 @@ async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
     lab.expect("baseline: six agents, nothing lost", &lost(&[]), &losses(&[])).await;
 
     // nfd-master stops reporting the GPU on n1: the controller deletes the agent at once.
-    k(&["label", "node", "n1", &format!("{GPU}-"), "--field-manager=nfd-master"]);
+    set_feature(&lab.admin, "n1", GPU, None).await;
     let gpu_n1 = ("gpu-agent", "n1", "nfd_change", GPU, "nfd-master");
     lab.expect("NFD drops the label on n1", &lost(&[gpu_n1]), &losses(&[("gpu-agent", "nfd_change", GPU, 1.0)])).await;
     let nfd_words: &[&str] = &["Node n1 lost its daemon pod", "reason nfd_change", "changed by nfd-master", "Fix:"];
@@ -235,13 +235,13 @@ async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
 
     // NFD restarts and the label flaps twice: each loss counts, on the same Event's series.
     for (round, count) in [(1, 2.0), (2, 3.0)] {
-        k(&["label", "node", "n1", &format!("{GPU}=true"), "--field-manager=nfd-master"]);
+        set_feature(&lab.admin, "n1", GPU, Some("true")).await;
         let counted = losses(&[("gpu-agent", "nfd_change", GPU, count - 1.0)]);
         lab.expect(&format!("flap {round}: label back, agent back on n1"), &lost(&[]), &counted).await;
         // Told as a recovery before it flaps again (a recovery shorter than the publisher's
         // look, 200 ms, goes untold: only the relapse is seen).
         lab.expect_recovered(&format!("flap {round}: covered again"), "n1", round).await;
-        k(&["label", "node", "n1", &format!("{GPU}-"), "--field-manager=nfd-master"]);
+        set_feature(&lab.admin, "n1", GPU, None).await;
         let counted = losses(&[("gpu-agent", "nfd_change", GPU, count)]);
         lab.expect(&format!("flap {round}: label gone again"), &lost(&[gpu_n1]), &counted).await;
         lab.expect_events("the repeat on the Event's series", &[("gpu-agent", nfd_words, count as i32)]).await;

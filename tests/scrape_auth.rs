@@ -41,7 +41,7 @@ fn scrape(exporter: &Exporter, authorization: Option<&str>) -> (u16, String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the control plane: scripts/test.sh runs it"]
+#[ignore = "needs the lab: scripts/test.sh runs it"]
 async fn service_account_tokens_are_reviewed_by_the_api_server() {
     let cp = ControlPlane::start("scrape-auth");
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;

@@ -1,23 +1,48 @@
-//! `kubectl misschedule what-if` and `--snapshot` as a user runs them, offline: through the
-//! real kubectl with the plugin on PATH, on the shipped snapshots. Bad input gets one
-//! `error:` line and a non-zero exit.
+//! `kubectl misschedule what-if` and `--snapshot` as a user runs them, offline, on the shipped
+//! snapshots. Bad input gets one `error:` line and a non-zero exit.
+//!
+//! kubectl runs a plugin as `kubectl-misschedule ARGS...`, passing the arguments through, so
+//! the fast tier runs the binary so and needs no kubectl installed; one slow test checks that
+//! the real kubectl finds the plugin on PATH and answers the same.
 
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn plugin(args: &[&str]) -> Output {
-    let plugin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-misschedule")).parent().unwrap();
-    let path = format!("{}:{}", plugin_dir.display(), std::env::var("PATH").unwrap_or_default());
-    Command::new("kubectl")
-        .arg("misschedule")
-        .args(args)
+/// A user's environment with no cluster: no kubeconfig to fall back on.
+fn offline(command: &mut Command) -> Output {
+    command
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("PATH", path)
         .env_remove("KUBECONFIG")
         .env("HOME", "/nonexistent")
         .output()
-        .expect("run kubectl")
+        .expect("run the plugin")
+}
+
+fn plugin(args: &[&str]) -> Output {
+    offline(Command::new(env!("CARGO_BIN_EXE_kubectl-misschedule")).args(args))
+}
+
+/// `kubectl misschedule ARGS...` through the real kubectl, with the plugin on PATH.
+fn through_kubectl(args: &[&str]) -> Output {
+    let plugin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-misschedule")).parent().unwrap();
+    let path = format!("{}:{}", plugin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    offline(Command::new("kubectl").arg("misschedule").args(args).env("PATH", path))
+}
+
+#[test]
+#[ignore = "needs kubectl: scripts/test.sh runs it"]
+fn kubectl_finds_the_plugin_and_answers_the_same() {
+    for args in [
+        &["--snapshot", SNAPSHOT, "-o", "json"][..],
+        &["what-if", "label", "node", "n1", "disk-", "--snapshot", SNAPSHOT],
+        &["what-if", "taint", "n1", "x=y:Bad", "--snapshot", SNAPSHOT],
+    ] {
+        let (direct, via) = (plugin(args), through_kubectl(args));
+        assert_eq!(via.status.code(), direct.status.code(), "{args:?}: {}", String::from_utf8_lossy(&via.stderr));
+        assert_eq!(String::from_utf8_lossy(&via.stdout), String::from_utf8_lossy(&direct.stdout), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&via.stderr), String::from_utf8_lossy(&direct.stderr), "{args:?}");
+    }
 }
 
 const SNAPSHOT: &str = "examples/label-drift.json";

@@ -324,7 +324,7 @@ kind: Node
 metadata:
   name: lab-node-$i
   labels: {kubernetes.io/hostname: lab-node-$i, kubernetes.io/os: linux, kubernetes.io/arch: amd64, type: kwok}
-  annotations: {kwok.x-k8s.io/node: fake}
+  annotations: {kwok.x-k8s.io/node: fake, volumes.kubernetes.io/controller-managed-attach-detach: "true"}
 ---
 EON
   done | $kubectl apply -f - >/dev/null
@@ -345,6 +345,7 @@ kind: Node
 metadata:
   name: lab-control-plane
   labels: {kubernetes.io/hostname: lab-control-plane, node-role.kubernetes.io/control-plane: ""}
+  annotations: {volumes.kubernetes.io/controller-managed-attach-detach: "true"}
 spec:
   taints: [{key: node-role.kubernetes.io/control-plane, effect: NoSchedule}]
 EON

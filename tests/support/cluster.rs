@@ -1,6 +1,6 @@
-//! A real control plane for the integration suites: etcd, kube-apiserver and the
-//! DaemonSet controller started by `tests/controlplane/controlplane.sh`, the exporter
-//! binary as a separate process, a stand-in scheduler, and `/metrics` parsing.
+//! The lab for the integration suites: Kubernetes (etcd, kube-apiserver, the controller
+//! manager, kube-scheduler) with KWOK running the nodes, started by `tests/lab/lab.sh`; the
+//! exporter binary as a separate process, and `/metrics` parsing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::Scope;
 use kube::{Api, Client};
@@ -31,44 +31,72 @@ pub fn rows_on(node: &str, dss: &[&str], reason: &str, key: &str) -> BTreeSet<Ro
     dss.iter().map(|ds| row(ds, node, reason, key)).collect()
 }
 
+fn lab_script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lab/lab.sh")
+}
+
+/// What a test asks of the lab beyond the control plane, kube-scheduler and KWOK.
+#[derive(Default)]
+pub struct LabOptions<'a> {
+    /// `nfd`, `autoscaler`, `ksm`.
+    pub components: &'a [&'a str],
+    /// Extra kube-apiserver flags (kept across `start-apiserver`).
+    pub apiserver_args: &'a str,
+    /// Nodes lab.sh creates (lab-node-1...); tests that name their own nodes leave it at 0.
+    pub nodes: usize,
+}
+
+/// One lab cluster, torn down when dropped.
 pub struct ControlPlane {
     pub dir: std::path::PathBuf,
     env: BTreeMap<String, String>,
 }
 
 impl ControlPlane {
-    /// `name` keeps the directories of several control planes in one test run apart.
+    /// `name` keeps the directories of several labs in one test run apart.
     pub fn start(name: &str) -> Self {
-        Self::start_with(name, "")
+        Self::start_lab(name, &LabOptions::default())
     }
 
     /// Like `start`, with extra kube-apiserver flags (kept across `start-apiserver`).
     pub fn start_with(name: &str, apiserver_args: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("misschedule-cp-{}-{name}", std::process::id()));
+        Self::start_lab(name, &LabOptions { apiserver_args, ..Default::default() })
+    }
+
+    pub fn start_lab(name: &str, options: &LabOptions) -> Self {
+        let dir = std::env::temp_dir().join(format!("misschedule-lab-{}-{name}", std::process::id()));
         let mut cp = Self { dir: dir.clone(), env: BTreeMap::new() };
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/controlplane/controlplane.sh");
         let status = Command::new("bash")
-            .arg(script)
+            .arg(lab_script())
             .arg("up")
             .arg(&dir)
-            .env("APISERVER_EXTRA_ARGS", apiserver_args)
+            .args(options.components)
+            .env("APISERVER_EXTRA_ARGS", options.apiserver_args)
+            .env("LAB_NODES", options.nodes.to_string())
             .status()
-            .expect("run controlplane.sh");
-        // Fail loudly: a suite that cannot provision its control plane proves nothing.
-        assert!(status.success(), "control plane failed to start; see logs in {}", dir.display());
-        let env = std::fs::read_to_string(dir.join("env")).expect("controlplane env file");
+            .expect("run tests/lab/lab.sh");
+        // Fail loudly: a suite that cannot provision its lab proves nothing.
+        assert!(status.success(), "the lab failed to start; see the logs in {}", dir.display());
+        let env = std::fs::read_to_string(dir.join("env")).expect("the lab's env file");
         cp.env = env.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+        // The live tests drive the lab's own kubectl by name, as a user would.
+        let on_path = Command::new("sh").args(["-c", "command -v kubectl"]).output().ok();
+        let on_path = on_path.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default();
+        assert_eq!(
+            Path::new(&on_path).parent(),
+            Some(Path::new(cp.get("LAB_BIN"))),
+            "kubectl on PATH is {on_path:?}, not the lab's: put $(tests/lab/lab.sh bin) first on PATH (scripts/test.sh does)"
+        );
         cp
     }
 
     pub fn get(&self, key: &str) -> &str {
-        &self.env[key]
+        self.env.get(key).unwrap_or_else(|| panic!("{key} is not in the lab's env ({})", self.dir.display()))
     }
 
-    /// `controlplane.sh COMMAND DIR`: up, down, kill-apiserver (SIGKILL), start-apiserver.
+    /// `lab.sh COMMAND DIR`: down, kill-apiserver (SIGKILL), start-apiserver.
     pub fn script(&self, command: &str) -> std::process::ExitStatus {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/controlplane/controlplane.sh");
-        Command::new("bash").arg(script).arg(command).arg(&self.dir).status().expect("run controlplane.sh")
+        Command::new("bash").arg(lab_script()).arg(command).arg(&self.dir).status().expect("run tests/lab/lab.sh")
     }
 }
 
@@ -142,21 +170,67 @@ impl Cluster {
         self.daemonsets.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
     }
 
-    /// Act as the scheduler: bind pending daemon pods to the node their matchFields term names.
-    pub async fn bind_pending(&self) {
-        let Ok(pods) = self.pods.list(&ListParams::default()).await else { return };
-        for pod in pods.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()) {
-            super::kubelet::bind(&self.pods, pod).await;
+    /// Create nodes as a kubelet registers them (labelled with their hostname and `extra`),
+    /// and wait until KWOK has made them Ready and the node lifecycle controller has lifted
+    /// the not-ready taint that TaintNodesByCondition put on them at creation.
+    pub async fn add_nodes(&self, names: &[&str], extra: &[(&str, &str)]) {
+        for name in names {
+            let mut labels = json!({"kubernetes.io/hostname": name});
+            for (key, value) in extra {
+                labels[*key] = json!(value);
+            }
+            // The annotation a kubelet sets when it registers a node. (Its absence matters:
+            // nfd-master's JSON patch adds to `metadata.annotations` and fails without it.)
+            let annotations = json!({"volumes.kubernetes.io/controller-managed-attach-detach": "true"});
+            let node = json!({"metadata": {"name": name, "labels": labels, "annotations": annotations}});
+            self.nodes.create(&PostParams::default(), &serde_json::from_value(node).unwrap()).await.unwrap();
+        }
+        self.wait_ready(names).await;
+    }
+
+    /// Wait until these nodes are Ready and carry no not-ready taint.
+    pub async fn wait_ready<S: AsRef<str>>(&self, names: &[S]) {
+        let started = Instant::now();
+        loop {
+            let ready: BTreeSet<String> = match self.nodes.list(&ListParams::default()).await {
+                Ok(list) => list.items.iter().filter(|n| node_is_ready(n)).filter_map(|n| n.metadata.name.clone()).collect(),
+                Err(_) => BTreeSet::new(),
+            };
+            let waiting: Vec<&str> = names.iter().map(AsRef::as_ref).filter(|n| !ready.contains(*n)).collect();
+            if waiting.is_empty() {
+                return;
+            }
+            assert!(started.elapsed() < Duration::from_secs(90), "nodes {waiting:?} never became Ready under KWOK");
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
-    /// Finish terminating pods, as a kubelet would once the containers stopped.
-    pub async fn finish_terminating(&self) {
-        let Ok(pods) = self.pods.list(&ListParams::default()).await else { return };
-        for pod in pods.into_iter().filter(|p| p.metadata.deletion_timestamp.is_some()) {
-            let _ =
-                self.pods.delete(pod.metadata.name.as_deref().unwrap(), &DeleteParams::default().grace_period(0)).await;
+    /// Wait until `count` pods of DaemonSet `ds` (label `app=ds`) are bound by kube-scheduler
+    /// and none is terminating.
+    pub async fn wait_bound(&self, ds: &str, count: usize) {
+        let started = Instant::now();
+        loop {
+            let pods = self.pods.list(&ListParams::default().labels(&format!("app={ds}"))).await;
+            let pods = pods.map(|l| l.items).unwrap_or_default();
+            let bound = pods.iter().filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some())).count();
+            if bound == count && pods.iter().all(|p| p.metadata.deletion_timestamp.is_none()) {
+                return;
+            }
+            assert!(started.elapsed() < STEP_TIMEOUT, "{ds}: {bound} of {count} pods bound");
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// `status_totals`, nudging the controller when the status may be stale: a status that
+    /// disagrees with `want` gets a resync at most every 2 s (see `resync`), so that a
+    /// step compares with what the controller computes from the current objects.
+    pub async fn fresh_status_totals(&self, want: &BTreeMap<String, i64>, nudged: &mut Instant) -> Option<BTreeMap<String, i64>> {
+        let status = self.status_totals().await;
+        if status.as_ref() != Some(want) && nudged.elapsed() > Duration::from_secs(2) {
+            self.resync().await;
+            *nudged = Instant::now();
+        }
+        status
     }
 
     /// Live `status.numberMisscheduled` per DaemonSet, once the scene has settled: the
@@ -167,6 +241,7 @@ impl Cluster {
             self.pods.list(&ListParams::default()).await.ok()?.into_iter().any(|p| {
                 p.metadata.deletion_timestamp.is_none() && p.spec.as_ref().is_none_or(|s| s.node_name.is_none())
             });
+        // (Until kube-scheduler binds a new pod, the next step could delete it instead.)
         if pending {
             return None;
         }
@@ -183,7 +258,10 @@ impl Cluster {
         Some(totals)
     }
 
-    /// Nudge the controller to resync every DaemonSet (it has no node-delete handler).
+    /// Nudge the controller to resync every DaemonSet: it has no node-delete handler, and
+    /// since 1.33 a node update resyncs a DaemonSet only when a pod must be created or
+    /// deleted (or its status already counts a misscheduled pod), so a NoSchedule taint
+    /// that strands a pod leaves `status.numberMisscheduled` stale (docs/controller-semantics.md).
     pub async fn resync(&self) {
         let stamp = Instant::now().elapsed().as_nanos().to_string() + &std::process::id().to_string();
         for ds in self.daemonsets.list(&ListParams::default()).await.unwrap() {
@@ -192,38 +270,23 @@ impl Cluster {
         }
     }
 
-    /// `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json`, exactly what a
-    /// user would feed to `--snapshot`, minus managedFields (noise kubectl 1.20 still prints).
+    /// `kubectl get nodes,daemonsets,controllerrevisions,pods -A -o json --show-managed-fields`:
+    /// exactly what the README tells a user to feed to `--snapshot`, so that every manager is known.
     pub fn record(kubeconfig: &str, dir: &Path, name: &str) {
-        let out = Command::new("kubectl")
-            .args(["--kubeconfig", kubeconfig, "get", "nodes,daemonsets,controllerrevisions,pods", "-A", "-o", "json"])
-            .output()
-            .expect("RECORD_SNAPSHOTS needs kubectl (scripts/record-examples.sh installs it)");
-        assert!(out.status.success(), "kubectl failed: {}", String::from_utf8_lossy(&out.stderr));
-        let mut list: Value = serde_json::from_slice(&out.stdout).unwrap();
-        for item in list["items"].as_array_mut().unwrap() {
-            if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.remove("managedFields");
-            }
-        }
-        std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join(format!("{name}.json")), serde_json::to_string_pretty(&list).unwrap() + "\n").unwrap();
-        if name == "cluster-autoscaler-drain" {
-            // One scene also as raw `-o yaml`, managedFields and all, to keep the YAML path honest.
-            let yaml = Command::new("kubectl")
-                .args([
-                    "--kubeconfig",
-                    kubeconfig,
-                    "get",
-                    "nodes,daemonsets,controllerrevisions,pods",
-                    "-A",
-                    "-o",
-                    "yaml",
-                ])
+        let get = |format: &str| {
+            let out = Command::new("kubectl")
+                .args(["--kubeconfig", kubeconfig, "get", "nodes,daemonsets,controllerrevisions,pods", "-A"])
+                .args(["-o", format, "--show-managed-fields"])
                 .output()
-                .unwrap();
-            assert!(yaml.status.success());
-            std::fs::write(dir.join(format!("{name}.yaml")), yaml.stdout).unwrap();
+                .expect("RECORD_SNAPSHOTS needs the lab's kubectl on PATH");
+            assert!(out.status.success(), "kubectl failed: {}", String::from_utf8_lossy(&out.stderr));
+            out.stdout
+        };
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.json")), get("json")).unwrap();
+        if name == "cluster-autoscaler-drain" {
+            // One scene also as `-o yaml`, to keep the YAML path honest.
+            std::fs::write(dir.join(format!("{name}.yaml")), get("yaml")).unwrap();
         }
     }
 }
@@ -246,6 +309,18 @@ pub fn exporter_role(pod_verbs: &[&str]) -> k8s_openapi::api::rbac::v1::ClusterR
 /// Bind the exporter's user (EXPORTER_KUBECONFIG) to `exporter_role(pod_verbs)`.
 pub async fn grant_exporter(admin: &Cluster, pod_verbs: &[&str]) {
     bind_exporter(admin, exporter_role(pod_verbs)).await;
+}
+
+/// Ready, as the scheduler and the DaemonSet controller see it: the Ready condition is True
+/// and no not-ready or unreachable taint is left.
+pub fn node_is_ready(node: &Node) -> bool {
+    let ready = node.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|conditions| {
+        conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+    });
+    let tainted = node.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|taints| {
+        taints.iter().any(|t| t.key == "node.kubernetes.io/not-ready" || t.key == "node.kubernetes.io/unreachable")
+    });
+    ready && !tainted
 }
 
 /// Also let the exporter's user write Events (the chart's `events.enabled` rule).
@@ -286,20 +361,14 @@ pub async fn misscheduled_event_writes(admin: &Cluster) -> (usize, i64) {
     (ours.len(), writes)
 }
 
-/// The namespace NS, nodes named `nodes` (labelled only with their hostname), and a
+/// The namespace NS, Ready nodes named `nodes` (labelled only with their hostname), and a
 /// DaemonSet `agent` that runs on every node: the scene most live tests start from.
 pub async fn agent_scene(admin: &Cluster, nodes: &[&str]) {
     let pp = PostParams::default();
     let namespace: k8s_openapi::api::core::v1::Namespace =
         serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
     Api::all(admin.client.clone()).create(&pp, &namespace).await.unwrap();
-    for name in nodes {
-        // Labelled as a kubelet registers a node. The label also matters to the API server:
-        // an object created with no field at all to own gets no managedFields, and 1.20 then
-        // tracks no later update either, so no change on it could be attributed.
-        let node = json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}});
-        admin.nodes.create(&pp, &serde_json::from_value(node).unwrap()).await.unwrap();
-    }
+    admin.add_nodes(nodes, &[]).await;
     let ds: DaemonSet = serde_json::from_value(json!({
         "metadata": {"name": "agent"},
         "spec": {"selector": {"matchLabels": {"app": "agent"}},
@@ -310,16 +379,17 @@ pub async fn agent_scene(admin: &Cluster, nodes: &[&str]) {
     admin.daemonsets.create(&pp, &ds).await.unwrap();
 }
 
-/// Wait until the exporter reports exactly `expected` and agrees with the controller.
+/// Wait until the exporter reports exactly `expected` and agrees with the controller (nudged
+/// to resync where its status may lag: `Cluster::fresh_status_totals`).
 pub async fn expect(cluster: &Cluster, exporter: &Exporter, step: &str, expected: BTreeSet<Row>) -> Duration {
     let started = Instant::now();
+    let mut nudged = started;
     let mut last = String::new();
     while started.elapsed() < STEP_TIMEOUT {
-        cluster.bind_pending().await;
         let metrics = exporter.metrics();
         let rows = reported_rows(&metrics);
         let ours = reported_totals(&metrics);
-        match cluster.status_totals().await {
+        match cluster.fresh_status_totals(&ours, &mut nudged).await {
             Some(status) if rows == expected && status == ours => {
                 println!("step {step:<40} ok: {} pods misscheduled, totals {ours:?}", rows.len());
                 return started.elapsed();
@@ -332,10 +402,11 @@ pub async fn expect(cluster: &Cluster, exporter: &Exporter, step: &str, expected
 }
 
 /// The chart rendered with every optional core object on: file name → object. Left out: the
-/// prometheus-operator kinds (this control plane has no CRDs) and the PodDisruptionBudget
-/// (policy/v1 arrived in 1.21; our users run 1.28+, this control plane is 1.20).
+/// prometheus-operator kinds (the lab has no CRDs of theirs).
 pub fn render_chart() -> BTreeMap<String, Value> {
     super::chart::render(&serde_json::json!({
+        "replicaCount": 2,
+        "podDisruptionBudget": {"enabled": true},
         "grafanaDashboard": {"enabled": true},
         "events": {"enabled": true},
         "commonLabels": {"team": "platform"},

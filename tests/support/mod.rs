@@ -8,7 +8,7 @@ pub mod cluster;
 pub mod exporter;
 pub mod fakeapi;
 pub mod http;
-pub mod kubelet;
+pub mod nfd;
 pub mod plugin;
 pub mod process;
 pub mod prometheus;
