@@ -68,15 +68,24 @@ async fn create_scene(admin: &Cluster) {
     };
     for d in [
         ds("datadog-agent", json!({})),
-        ds(
+        // OnDelete: a template change replaces no pod by itself, so a pod the change strands
+        // (it keeps a node it no longer tolerates) stays to be seen; under RollingUpdate the
+        // rollout deletes it soon after, and the node is lost instead.
+        on_delete(ds(
             "ssd-agent",
             json!({"nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "dedicated", "operator": "Exists"}]}),
-        ),
+        )),
         ds("avx-agent", json!({"nodeSelector": {AVX: "true"}})),
         ds("zone-agent", json!({"affinity": zone("a")})),
     ] {
         admin.daemonsets.create(&pp, &d).await.unwrap();
     }
+}
+
+fn on_delete(mut ds: DaemonSet) -> DaemonSet {
+    let strategy = serde_json::from_value(json!({"type": "OnDelete"})).unwrap();
+    ds.spec.as_mut().unwrap().update_strategy = Some(strategy);
+    ds
 }
 
 const ALL: [&str; 4] = ["datadog-agent", "ssd-agent", "avx-agent", "zone-agent"];
@@ -113,12 +122,18 @@ async fn scenarios_match_the_real_daemonset_controller() {
     for round in 0..5 {
         let written = Instant::now();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-        admin
-            .set_taints(
-                "n1",
-                json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": now.to_string(), "effect": "NoSchedule"}]),
-            )
-            .await;
+        if round == 0 {
+            // By kubectl, whose field manager the recorded snapshot then names.
+            let taint = format!("ToBeDeletedByClusterAutoscaler={now}:NoSchedule");
+            kubectl(cp.get("ADMIN_KUBECONFIG"), &["taint", "node", "n1", &taint]);
+        } else {
+            admin
+                .set_taints(
+                    "n1",
+                    json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": now.to_string(), "effect": "NoSchedule"}]),
+                )
+                .await;
+        }
         loop {
             if reported_rows(&exporter.metrics()).len() == ALL.len() {
                 latencies.push(written.elapsed());
@@ -465,12 +480,11 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
         .collect();
     watching.until("the stranded pods", |answer| explained_managers(answer) == tainted_set).await;
     kubectl_plugin_answers(kubeconfig, &tainted_set);
-    // A second manager adds a taint every daemon pod tolerates: the list is now its, but
-    // `dedicated` is still kubectl's.
-    kubectl(
-        kubeconfig,
-        &["taint", "node", "n2", "node.kubernetes.io/unschedulable:NoSchedule", "--field-manager=second-tainter"],
-    );
+    // A second manager adds a taint no daemon pod minds (the controller ignores
+    // PreferNoSchedule): the list is now its, but `dedicated` is still kubectl's. (Not a
+    // default-tolerated taint such as node.kubernetes.io/unschedulable: the node lifecycle
+    // controller removes those from a node whose condition does not call for them.)
+    kubectl(kubeconfig, &["taint", "node", "n2", "soft=x:PreferNoSchedule", "--field-manager=second-tainter"]);
     expect_managers(exporter, "taint list rewritten by a second manager", &tainted).await;
     // kubectl puts a new taint first, so `batch` becomes the first blocking key.
     kubectl(kubeconfig, &["taint", "node", "n2", "batch=x:NoSchedule", "--field-manager=second-tainter"]);
@@ -479,7 +493,7 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
         .to_vec();
     expect_managers(exporter, "a second manager's blocking taint", &batch).await;
     await_event(admin, "datadog-agent", &["key batch", "changed by second-tainter"]).await;
-    kubectl(kubeconfig, &["taint", "node", "n2", "dedicated-", "batch-", "node.kubernetes.io/unschedulable-"]);
+    kubectl(kubeconfig, &["taint", "node", "n2", "dedicated-", "batch-", "soft-"]);
     expect(admin, exporter, "taints removed", BTreeSet::new()).await;
     let printed = watching.until("the restored answer", |answer| explained_managers(answer).is_empty()).await;
     // Ages move on and the controller writes status, but the answer stays: nothing is printed.

@@ -337,3 +337,44 @@ async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     expect(&admin, &exporter, "watching again after the relist", BTreeSet::new()).await;
     drop(proxy);
 }
+
+/// The real API server (the lab's 1.37) sends every watch a bookmark about each minute, so
+/// a stream that goes silent while its connection stays open (a proxy that stops passing
+/// bytes) is declared stalled within the 90 s limit, not at the watch's 290 s timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the lab: scripts/test.sh runs it"]
+async fn a_frozen_stream_is_caught_through_the_real_api_servers_bookmarks() {
+    let cp = ControlPlane::start("stall");
+    let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
+    scene(&admin, &READ).await;
+    let server = cp.get("KUBE_SERVER");
+    let api_port: u16 = server.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap();
+    let proxy = Proxy::start(api_port).await;
+    let kubeconfig = cp.dir.join("exporter-via-proxy.kubeconfig");
+    let original = std::fs::read_to_string(cp.get("EXPORTER_KUBECONFIG")).unwrap();
+    std::fs::write(&kubeconfig, original.replace(server, &format!("https://127.0.0.1:{}", proxy.port))).unwrap();
+    // The defaults: --watch-stall-seconds 90, --watch-timeout-seconds 290.
+    let exporter = Exporter::start_with(kubeconfig.to_str().unwrap(), &[], &cp.dir.join("exporter.log"));
+    wait_for("ready", Duration::from_secs(30), || exporter.ready()).await;
+    expect(&admin, &exporter, "watching", BTreeSet::new()).await;
+    // Long enough for every watch to have had a periodic bookmark, well before its deadline.
+    tokio::time::sleep(Duration::from_secs(75)).await;
+    let stalls = |exporter: &Exporter| per_resource(exporter, "misschedule_exporter_watch_stalls_total", "");
+    let before = stalls(&exporter);
+
+    proxy.freeze();
+    let detected = wait_for("every watch declared stalled", Duration::from_secs(200), || {
+        let now = stalls(&exporter);
+        now.iter().all(|(resource, n)| *n > before[resource])
+    })
+    .await;
+    println!("MEASURED a frozen stream on the real API server: every watch stalled {detected:?} after the freeze");
+    assert!(!exporter.ready(), "stalled watches leave the exporter unready");
+    // Without periodic bookmarks the limit would be the call's 290 s timeout plus 5 s.
+    assert!(detected < Duration::from_secs(150), "stalls took {detected:?}: the bookmarks were not used");
+
+    proxy.thaw();
+    let back = wait_for("ready after the thaw", Duration::from_secs(90), || exporter.ready()).await;
+    println!("ready again {back:?} after the thaw");
+    expect(&admin, &exporter, "watching again", BTreeSet::new()).await;
+}

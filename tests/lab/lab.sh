@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The lab: the cluster our users run, on loopback, built from the upstream Go modules.
 #
-#   lab.sh build [COMPONENT...|all]   build and cache the binaries (control plane and KWOK always)
+#   lab.sh build [COMPONENT...|all]   build and cache the binaries (control plane and KWOK always;
+#                                     all: every component that can be built here)
 #   lab.sh up DIR [COMPONENT...]      start a cluster in DIR; waits until every node is Ready
 #   lab.sh down DIR                   stop everything `up` started in DIR
 #   lab.sh bin                        print the directory holding this version's kubectl
@@ -11,7 +12,8 @@
 #   nfd         nfd-master, out of cluster, with the NodeFeature CRDs: write NodeFeature
 #               objects and nfd-master labels the nodes. It runs "on" a node of its own,
 #               lab-control-plane, tainted as kubeadm taints a control-plane node
-#   autoscaler  cluster-autoscaler with the kwok cloud provider (see tests/lab/go/autoscaler)
+#   autoscaler  cluster-autoscaler with the kwok cloud provider: not buildable here yet
+#               (AUTOSCALER_BLOCKED below says why); asking for it fails at once
 #   ksm         kube-state-metrics; its address is KSM_URL in DIR/env
 # `up` writes DIR/kubeconfig (admin), DIR/exporter.kubeconfig (a user with no rights until a
 # test binds some), DIR/env (KEY=VALUE lines: addresses, tokens, logs) and one pid file each.
@@ -154,18 +156,24 @@ build_component() {
     nfd) build_simple nfd sigs.k8s.io/node-feature-discovery "" \
       sigs.k8s.io/node-feature-discovery/cmd/nfd-master ;;
     ksm) build_simple ksm k8s.io/kube-state-metrics/v2 "" kube-state-metrics=k8s.io/kube-state-metrics/v2 ;;
-    autoscaler) GONOSUMDB=k8s.io/autoscaler build_simple autoscaler k8s.io/autoscaler/cluster-autoscaler \
-      kwok k8s.io/autoscaler/cluster-autoscaler ;;
+    autoscaler) die "$AUTOSCALER_BLOCKED" ;;
     *) die "unknown component $1 (nfd, autoscaler, ksm)" ;;
   esac
 }
 
 OPTIONAL=(nfd ksm autoscaler)
+# Why `autoscaler` cannot be had yet. Every cluster-autoscaler commit with the kwok provider
+# that the module proxy serves here (k8s.io/autoscaler/cluster-autoscaler, e.g. master of
+# 2025-06-13) builds against its sibling module k8s.io/autoscaler/cluster-autoscaler/apis
+# through a `replace ./apis`; the proxy serves that module only at 20240627115740-d52e4b9665d7,
+# whose ProvisioningRequest API has no v1, which those commits import; and it serves neither
+# sigs.k8s.io/cluster-autoscaler nor any matching apis version.
+AUTOSCALER_BLOCKED="cluster-autoscaler cannot be built from the module proxy here: no served commit with the kwok provider has its apis module served (see AUTOSCALER_BLOCKED in tests/lab/lab.sh)"
 
 build() {
   apt_install openssl curl
   local started=$SECONDS wanted=("$@")
-  [ "${wanted[*]:-}" = all ] && wanted=("${OPTIONAL[@]}")
+  [ "${wanted[*]:-}" = all ] && wanted=(nfd ksm)
   build_component etcd
   build_kubernetes
   build_component kwok
@@ -357,6 +365,7 @@ EON
   KUBERNETES_NAMESPACE=node-feature-discovery NODE_NAME=lab-control-plane start "$dir" nfd-master "$nfd/bin/nfd-master" \
     -kubeconfig "$kc" -port "$metrics" -config /dev/null
   echo "NFD_NAMESPACE=node-feature-discovery" >>"$dir/env"
+  echo "NFD_VERSION=$(required "$LAB/go/nfd" sigs.k8s.io/node-feature-discovery)" >>"$dir/env"
   echo "NFD_LOG=$dir/nfd-master.log" >>"$dir/env"
   wait_for 60 nfd-master curl -sf "http://127.0.0.1:$metrics/healthz" || die "nfd-master did not start (log: $dir/nfd-master.log)"
 }
@@ -368,13 +377,12 @@ up_ksm() {
   start "$dir" ksm "$ksm/bin/kube-state-metrics" --kubeconfig "$dir/kubeconfig" --host 127.0.0.1 --port "$port" \
     --telemetry-host 127.0.0.1 --telemetry-port "$(free_port)" --resources daemonsets,pods,nodes
   echo "KSM_URL=http://127.0.0.1:$port" >>"$dir/env"
+  echo "KSM_VERSION=$(required "$LAB/go/ksm" k8s.io/kube-state-metrics/v2)" >>"$dir/env"
   echo "KSM_LOG=$dir/ksm.log" >>"$dir/env"
   wait_for 60 kube-state-metrics curl -sf "http://127.0.0.1:$port/metrics" || die "kube-state-metrics did not start (log: $dir/ksm.log)"
 }
 
-up_autoscaler() {
-  die "the autoscaler component is not built yet: see tests/lab/go/autoscaler/go.mod"
-}
+up_autoscaler() { die "$AUTOSCALER_BLOCKED"; }
 
 # (Re)start kube-apiserver on the ports `up` chose; waits until it is ready.
 start_apiserver() {
