@@ -8,6 +8,8 @@
 #       from a paginating API server in the bench, with and without gzip (~8 min)
 #     - live on the lab (tests/lab/lab.sh): 1,000 KWOK nodes x 20 DaemonSets, 64 scrapers, 60 s of churn
 #     - the churn soak: 200 nodes x 20 DaemonSets, 64 scrapers, 600 s of churn (CHURN_SECONDS)
+#     - beside kube-state-metrics on the lab's real API server: 2,000 KWOK nodes x 10 DaemonSets
+#       (LIVE_SCALE_NODES), RSS and CPU of both in the same run (~10 min)
 #   scripts/bench.sh --smoke    small and quick (what CI runs; does not touch docs/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,8 +44,10 @@ end_to_end=${end_to_end#$'\n\n'}
 # The live runs use the release exporter binary against the lab, with the lab's kubectl.
 bash tests/lab/lab.sh build
 export PATH="$(bash tests/lab/lab.sh bin):$PATH"
-live=$(mktemp); soak=$(mktemp)
-trap 'rm -f "$out" "$small" "$large" "$live" "$soak"' EXIT
+live=$(mktemp); soak=$(mktemp); beside=$(mktemp)
+trap 'rm -f "$out" "$small" "$large" "$live" "$soak" "$beside"' EXIT
+LIVE_SCALE_NODES=${LIVE_SCALE_NODES:-2000} LIVE_SCALE_REPORT=$beside \
+  cargo test --release --locked --test scale_live -- --include-ignored --nocapture
 CHURN_NODES=1000 CHURN_SECONDS=60 RELIABILITY_REPORT=$live \
   cargo test --release --locked --test churn -- --include-ignored --nocapture
 CHURN_NODES=200 CHURN_SECONDS=${CHURN_SECONDS:-600} RELIABILITY_REPORT=$soak \
@@ -142,6 +146,16 @@ lab shares the two cores. The churn changes a node (taint, untaint,
 relabel, delete, recreate) or deletes a pod every 50 ms (\`tests/churn.rs\`).
 
 $(cat "$live")
+
+## Beside kube-state-metrics, on a real API server
+The lab's kube-apiserver, controller manager and kube-scheduler with KWOK nodes
+(\`tests/scale_live.rs\`): the release exporter and kube-state-metrics watch the same cluster
+being built (the DaemonSet controller creates the pods, kube-scheduler binds them, KWOK runs
+them), then each is started afresh on the full cluster. kube-state-metrics collects only
+DaemonSets, pods and nodes here (\`--resources\`), less than it collects by default. RSS and
+CPU from /proc; the lab shares the two cores.
+
+$(cat "$beside")
 
 ## Reliability
 The churn soak: the same test at 200 nodes for longer. At the end the cluster is put

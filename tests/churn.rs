@@ -18,8 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Namespace, Node};
-use kube::Api;
+use k8s_openapi::api::core::v1::Node;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::json;
 use support::cluster::*;
@@ -157,10 +156,7 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
     let cp = ControlPlane::start("churn");
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
     let pp = PostParams::default();
-    Api::<Namespace>::all(admin.client.clone())
-        .create(&pp, &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap())
-        .await
-        .unwrap();
+    admin.create_namespace(NS).await;
     grant_exporter(&admin, &READ).await;
     grant_events(&admin).await;
     for i in 0..nodes {

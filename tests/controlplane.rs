@@ -10,14 +10,13 @@
 //! Set RECORD_SNAPSHOTS=DIR to write the scenes where pods stay to DIR (that is how
 //! `examples/` is made).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
@@ -33,8 +32,7 @@ const AVX: &str = "feature.node.kubernetes.io/cpu-cpuid.AVX";
 
 async fn create_scene(admin: &Cluster) {
     let pp = PostParams::default();
-    let namespaces: Api<Namespace> = Api::all(admin.client.clone());
-    namespaces.create(&pp, &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap()).await.unwrap();
+    admin.create_namespace(NS).await;
 
     // The exporter's permissions: exactly the ClusterRole the chart renders.
     let rendered = render_chart();
@@ -220,7 +218,7 @@ async fn scenarios_match_the_real_daemonset_controller() {
 
     set_feature_on(&admin, &["n3"], AVX, None).await;
     expect(&admin, &exporter, "NFD label removed", BTreeSet::new()).await;
-    expect_lost_managers(&exporter, "NFD label removed", &[("avx-agent", "n3", "nfd_change", AVX, "nfd-master")]).await;
+    Listed::Lost.expect(&exporter, "NFD label removed", &[("avx-agent", "n3", "nfd_change", AVX, "nfd-master")]).await;
     set_feature_on(&admin, &["n3"], AVX, Some("true")).await;
     expect_lost(&exporter, "NFD label restored", BTreeSet::new()).await;
 
@@ -339,91 +337,69 @@ fn rows_on_all(ds: &str, reason: &str, key: &str) -> BTreeSet<Row> {
     NODES.iter().map(|n| row(ds, n, reason, key)).collect()
 }
 
-/// (daemonset, node, reason, key, manager) of every daemonset_misscheduled_pod_info series.
-fn reported_managers(metrics: &str) -> BTreeSet<(String, String, String, String, String)> {
-    samples(metrics, "daemonset_misscheduled_pod_info")
-        .into_iter()
-        .map(|(l, _)| {
-            (l["daemonset"].clone(), l["node"].clone(), l["reason"].clone(), l["key"].clone(), l["manager"].clone())
-        })
-        .collect()
+/// (daemonset, node, reason, key, manager)
+type Attributed = BTreeSet<(String, String, String, String, String)>;
+
+/// What the exporter lists with a manager: its misscheduled pods, or its lost nodes.
+#[derive(Clone, Copy, Debug)]
+enum Listed {
+    Misscheduled,
+    Lost,
 }
 
-/// (daemonset, node, reason, key, manager) of every row of an explanation object.
-fn explained_managers(explanation: &Value) -> BTreeSet<(String, String, String, String, String)> {
-    explanation["misscheduled"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
+impl Listed {
+    fn metric(self) -> &'static str {
+        match self {
+            Listed::Misscheduled => "daemonset_misscheduled_pod_info",
+            Listed::Lost => "daemonset_lost_node_info",
+        }
+    }
+
+    /// The list's name in an explanation object.
+    fn field(self) -> &'static str {
+        match self {
+            Listed::Misscheduled => "misscheduled",
+            Listed::Lost => "lost",
+        }
+    }
+
+    fn in_metrics(self, metrics: &str) -> Attributed {
+        let attributed = |l: BTreeMap<String, String>| {
+            (l["daemonset"].clone(), l["node"].clone(), l["reason"].clone(), l["key"].clone(), l["manager"].clone())
+        };
+        samples(metrics, self.metric()).into_iter().map(|(l, _)| attributed(l)).collect()
+    }
+
+    fn in_explanation(self, explanation: &Value) -> Attributed {
+        let rows = explanation[self.field()].as_array().unwrap_or_else(|| panic!("a {} list", self.field())).iter();
+        rows.map(|r| {
             let f = |name: &str| r[name].as_str().unwrap().to_owned();
             (f("daemonset"), f("node"), f("reason"), f("key"), f("manager"))
         })
         .collect()
-}
-
-/// Wait until /metrics names exactly these managers, then check /explain agrees.
-async fn expect_managers(exporter: &Exporter, step: &str, expected: &[(&str, &str, &str, &str, &str)]) {
-    let expected: BTreeSet<_> = expected
-        .iter()
-        .map(|(d, n, r, k, m)| (d.to_string(), n.to_string(), r.to_string(), k.to_string(), m.to_string()))
-        .collect();
-    let started = Instant::now();
-    let mut got = BTreeSet::new();
-    while started.elapsed() < STEP_TIMEOUT {
-        got = reported_managers(&exporter.metrics());
-        if got == expected {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(got, expected, "step {step}: managers on /metrics");
-    let (_, body) = exporter.get(&format!("/explain?namespace={NS}")).unwrap();
-    let explained = explained_managers(&serde_json::from_str(&body).unwrap());
-    assert_eq!(explained, expected, "step {step}: managers on /explain");
-    println!("step {step:<40} ok: managers {:?}", expected.iter().map(|r| &r.4).collect::<BTreeSet<_>>());
-}
 
-/// (daemonset, node, reason, key, manager) of every daemonset_lost_node_info series.
-fn reported_lost_managers(metrics: &str) -> BTreeSet<(String, String, String, String, String)> {
-    samples(metrics, "daemonset_lost_node_info")
-        .into_iter()
-        .map(|(l, _)| {
-            (l["daemonset"].clone(), l["node"].clone(), l["reason"].clone(), l["key"].clone(), l["manager"].clone())
-        })
-        .collect()
-}
-
-/// (daemonset, node, reason, key, manager) of every lost row of an explanation object.
-fn explained_lost_managers(explanation: &Value) -> BTreeSet<(String, String, String, String, String)> {
-    let rows = explanation["lost"].as_array().expect("a lost list").iter();
-    rows.map(|r| {
-        let f = |name: &str| r[name].as_str().unwrap().to_owned();
-        (f("daemonset"), f("node"), f("reason"), f("key"), f("manager"))
-    })
-    .collect()
-}
-
-/// Wait until /metrics lists exactly these lost nodes with these managers, then check
-/// /explain agrees.
-async fn expect_lost_managers(exporter: &Exporter, step: &str, expected: &[(&str, &str, &str, &str, &str)]) {
-    let expected: BTreeSet<_> = expected
-        .iter()
-        .map(|(d, n, r, k, m)| (d.to_string(), n.to_string(), r.to_string(), k.to_string(), m.to_string()))
-        .collect();
-    let started = Instant::now();
-    let mut got = BTreeSet::new();
-    while started.elapsed() < STEP_TIMEOUT {
-        got = reported_lost_managers(&exporter.metrics());
-        if got == expected {
-            break;
+    /// Wait until /metrics lists exactly `expected`, then check /explain agrees.
+    async fn expect(self, exporter: &Exporter, step: &str, expected: &[(&str, &str, &str, &str, &str)]) {
+        let expected: Attributed = expected
+            .iter()
+            .map(|(d, n, r, k, m)| (d.to_string(), n.to_string(), r.to_string(), k.to_string(), m.to_string()))
+            .collect();
+        let started = Instant::now();
+        let mut got = BTreeSet::new();
+        while started.elapsed() < STEP_TIMEOUT {
+            got = self.in_metrics(&exporter.metrics());
+            if got == expected {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(got, expected, "step {step}: {self:?} and managers on /metrics");
+        let (_, body) = exporter.get(&format!("/explain?namespace={NS}")).unwrap();
+        let explained = self.in_explanation(&serde_json::from_str(&body).unwrap());
+        assert_eq!(explained, expected, "step {step}: {self:?} and managers on /explain");
+        println!("step {step:<40} ok: {self:?}, managers {:?}", expected.iter().map(|r| &r.4).collect::<BTreeSet<_>>());
     }
-    assert_eq!(got, expected, "step {step}: lost nodes and managers on /metrics");
-    let (_, body) = exporter.get(&format!("/explain?namespace={NS}")).unwrap();
-    assert_eq!(explained_lost_managers(&serde_json::from_str(&body).unwrap()), expected, "step {step}: /explain");
-    println!("step {step:<40} ok: lost, managers {:?}", expected.iter().map(|r| &r.4).collect::<BTreeSet<_>>());
 }
 
 /// The cluster, the exporter and the admin kubeconfig.
@@ -436,7 +412,7 @@ async fn relabel((admin, exporter, kubeconfig): Scene<'_>, node: &str, args: &[&
     kubectl(kubeconfig, &command);
     let step = format!("kubectl {}", command.join(" "));
     expect(admin, exporter, &step, BTreeSet::new()).await;
-    expect_lost_managers(exporter, &step, &[("ssd-agent", node, reason, "disk", manager)]).await;
+    Listed::Lost.expect(exporter, &step, &[("ssd-agent", node, reason, "disk", manager)]).await;
 }
 
 /// Who made the change, as real kubectl writes record it in managedFields.
@@ -472,30 +448,30 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
         ("avx-agent", "n2", "taint_added", "dedicated", "kubectl-taint"),
         ("zone-agent", "n2", "taint_added", "dedicated", "kubectl-taint"),
     ];
-    expect_managers(exporter, "kubectl taint", &tainted).await;
+    Listed::Misscheduled.expect(exporter, "kubectl taint", &tainted).await;
     await_event(admin, "datadog-agent", &["reason taint_added", "key dedicated", "changed by kubectl-taint"]).await;
-    let tainted_set: BTreeSet<_> = tainted
+    let tainted_set: Attributed = tainted
         .iter()
         .map(|(d, n, r, k, m)| (d.to_string(), n.to_string(), r.to_string(), k.to_string(), m.to_string()))
         .collect();
-    watching.until("the stranded pods", |answer| explained_managers(answer) == tainted_set).await;
+    watching.until("the stranded pods", |answer| Listed::Misscheduled.in_explanation(answer) == tainted_set).await;
     kubectl_plugin_answers(kubeconfig, &tainted_set);
     // A second manager adds a taint no daemon pod minds (the controller ignores
     // PreferNoSchedule): the list is now its, but `dedicated` is still kubectl's. (Not a
     // default-tolerated taint such as node.kubernetes.io/unschedulable: the node lifecycle
     // controller removes those from a node whose condition does not call for them.)
     kubectl(kubeconfig, &["taint", "node", "n2", "soft=x:PreferNoSchedule", "--field-manager=second-tainter"]);
-    expect_managers(exporter, "taint list rewritten by a second manager", &tainted).await;
+    Listed::Misscheduled.expect(exporter, "taint list rewritten by a second manager", &tainted).await;
     // kubectl puts a new taint first, so `batch` becomes the first blocking key.
     kubectl(kubeconfig, &["taint", "node", "n2", "batch=x:NoSchedule", "--field-manager=second-tainter"]);
     let batch: Vec<_> = ["datadog-agent", "avx-agent", "zone-agent", "ssd-agent"]
         .map(|ds| (ds, "n2", "taint_added", "batch", "second-tainter"))
         .to_vec();
-    expect_managers(exporter, "a second manager's blocking taint", &batch).await;
+    Listed::Misscheduled.expect(exporter, "a second manager's blocking taint", &batch).await;
     await_event(admin, "datadog-agent", &["key batch", "changed by second-tainter"]).await;
     kubectl(kubeconfig, &["taint", "node", "n2", "dedicated-", "batch-", "soft-"]);
     expect(admin, exporter, "taints removed", BTreeSet::new()).await;
-    let printed = watching.until("the restored answer", |answer| explained_managers(answer).is_empty()).await;
+    let printed = watching.until("the restored answer", |answer| Listed::Misscheduled.in_explanation(answer).is_empty()).await;
     // Ages move on and the controller writes status, but the answer stays: nothing is printed.
     admin.resync().await;
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -690,7 +666,7 @@ fn plugin_sees_the_loss_only_through_the_exporter(kubeconfig: &str) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let served: Value = serde_json::from_slice(&out.stdout).unwrap();
     let lost = ("ssd-agent".into(), "n2".into(), "label_drift".into(), "disk".into(), "ops-relabel".into());
-    assert_eq!(explained_lost_managers(&served), [lost].into(), "the exporter saw who removed it");
+    assert_eq!(Listed::Lost.in_explanation(&served), [lost].into(), "the exporter saw who removed it");
     let out = run(&["-n", NS]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8(out.stdout).unwrap();
@@ -708,16 +684,16 @@ fn plugin_sees_the_loss_only_through_the_exporter(kubeconfig: &str) {
 
 /// `kubectl misschedule` through the real kubectl, live and from the running exporter, while
 /// `tainted` are the misscheduled pods: json, yaml, the table and `--exit-code` agree.
-fn kubectl_plugin_answers(kubeconfig: &str, tainted: &BTreeSet<(String, String, String, String, String)>) {
+fn kubectl_plugin_answers(kubeconfig: &str, tainted: &Attributed) {
     let run = |args: &[&str]| kubectl_plugin(kubeconfig).args(args).output().unwrap();
     let out = run(&["-n", NS, "-o", "json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let live: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(&explained_managers(&live), tainted);
+    assert_eq!(&Listed::Misscheduled.in_explanation(&live), tainted);
     assert!(live["ineligible"].is_array());
     let out = run(&["-n", NS, "-o", "yaml"]);
     let yaml: Value = serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
-    assert_eq!(explained_managers(&yaml), explained_managers(&live), "yaml and json say the same");
+    assert_eq!(Listed::Misscheduled.in_explanation(&yaml), Listed::Misscheduled.in_explanation(&live), "yaml and json say the same");
     let out = run(&["-A", "--exit-code"]);
     assert_eq!(out.status.code(), Some(1), "--exit-code with a misscheduled pod");
     let table = String::from_utf8(out.stdout).unwrap();
@@ -728,6 +704,6 @@ fn kubectl_plugin_answers(kubeconfig: &str, tainted: &BTreeSet<(String, String, 
     let out = run(&["-n", NS, "-o", "json", "--from-exporter", &format!("{NS}/misschedule-exporter")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let served: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(&explained_managers(&served), tainted, "the exporter says the same");
+    assert_eq!(&Listed::Misscheduled.in_explanation(&served), tainted, "the exporter says the same");
     println!("kubectl misschedule: live, yaml, --exit-code and --from-exporter agree");
 }

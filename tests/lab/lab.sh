@@ -100,7 +100,7 @@ kubernetes_module() {
       sed -n '/^replace (/,/^)/p' "$gomod" | sed -n "s|^\t\(k8s.io/[a-z0-9-]*\) => ./staging/.*|\t\1 => \1 v0.${K8S_VERSION#*.}|p"
       echo ')'
     } >"$dir/go.mod"
-    (cd "$dir" && go mod tidy) >&2 || die "could not resolve Kubernetes v$K8S_VERSION's modules"
+    (cd "$dir" && go mod tidy) >&2 || { rm -rf "$dir"; die "the module proxy does not serve every module of Kubernetes v$K8S_VERSION (above); try another patch release"; }
   fi
   echo "$dir"
 }

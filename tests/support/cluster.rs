@@ -20,6 +20,16 @@ pub use super::Exporter;
 pub const NS: &str = "monitoring";
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(45);
 
+/// Poll `condition` every 100 ms until it holds; how long that took. Panics after `timeout`.
+pub async fn wait_until(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) -> Duration {
+    let started = Instant::now();
+    while !condition() {
+        assert!(started.elapsed() < timeout, "{what}: not within {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    started.elapsed()
+}
+
 /// (daemonset, node, reason, key)
 pub type Row = (String, String, String, String);
 
@@ -168,6 +178,12 @@ impl Cluster {
 
     pub async fn patch_daemonset(&self, name: &str, patch: Value) {
         self.daemonsets.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    }
+
+    pub async fn create_namespace(&self, name: &str) {
+        let namespace: k8s_openapi::api::core::v1::Namespace =
+            serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        Api::all(self.client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
     }
 
     /// Create nodes as a kubelet registers them (labelled with their hostname and `extra`),
@@ -365,9 +381,7 @@ pub async fn misscheduled_event_writes(admin: &Cluster) -> (usize, i64) {
 /// DaemonSet `agent` that runs on every node: the scene most live tests start from.
 pub async fn agent_scene(admin: &Cluster, nodes: &[&str]) {
     let pp = PostParams::default();
-    let namespace: k8s_openapi::api::core::v1::Namespace =
-        serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
-    Api::all(admin.client.clone()).create(&pp, &namespace).await.unwrap();
+    admin.create_namespace(NS).await;
     admin.add_nodes(nodes, &[]).await;
     let ds: DaemonSet = serde_json::from_value(json!({
         "metadata": {"name": "agent"},

@@ -37,6 +37,18 @@ async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin,
 }
 
 impl Proxy {
+    /// A proxy in front of the lab's API server, and a copy of the exporter's kubeconfig that
+    /// reaches the API server only through it.
+    pub async fn for_exporter(cp: &super::cluster::ControlPlane) -> (Self, String) {
+        let server = cp.get("KUBE_SERVER");
+        let api_port: u16 = server.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap();
+        let proxy = Self::start(api_port).await;
+        let kubeconfig = cp.dir.join("exporter-via-proxy.kubeconfig");
+        let original = std::fs::read_to_string(cp.get("EXPORTER_KUBECONFIG")).unwrap();
+        std::fs::write(&kubeconfig, original.replace(server, &format!("https://127.0.0.1:{}", proxy.port))).unwrap();
+        (proxy, kubeconfig.to_str().unwrap().to_owned())
+    }
+
     pub async fn start(target_port: u16) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
