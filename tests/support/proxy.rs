@@ -99,7 +99,12 @@ impl Proxy {
         self.frozen.store(true, Ordering::SeqCst);
     }
 
+    /// End a freeze as a middlebox that recovers does: the connections it held are reset
+    /// (their state is gone), and new ones pass again.
     pub fn thaw(&self) {
+        for connection in self.connections.lock().unwrap().drain(..) {
+            connection.abort();
+        }
         self.frozen.store(false, Ordering::SeqCst);
     }
 }
