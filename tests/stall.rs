@@ -57,8 +57,9 @@ async fn a_frozen_stream_is_caught_through_the_real_api_servers_bookmarks() {
     };
     println!("MEASURED a frozen stream on the real API server: every watch stalled {detected:?} after the freeze");
     assert!(!exporter.ready(), "stalled watches leave the exporter unready");
-    // Without periodic bookmarks the limit would be the call's 290 s timeout plus 5 s.
-    assert!(detected < Duration::from_secs(150), "stalls took {detected:?}: the bookmarks were not used");
+    // Within the 90 s limit (and some slack for the scrape); without periodic bookmarks the
+    // limit would be the call's 290 s timeout plus 5 s.
+    assert!(detected <= Duration::from_secs(100), "stalls took {detected:?}: the bookmarks were not used");
 
     proxy.thaw();
     let thawed = std::time::Instant::now();
