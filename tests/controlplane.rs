@@ -434,8 +434,8 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
 
     // Removed in an update that also sets a label: that manager's entry is stamped.
     relabel(scene, "n2", &["disk-", "rack=r1", "--field-manager=ops-relabel"], ("label_drift", "ops-relabel")).await;
-    await_node_lost(admin, "ssd-agent", &["Node n2 lost its daemon pod", "key disk", "changed by ops-relabel", "Fix:"])
-        .await;
+    let words = ["Node n2 lost its daemon pod", "key disk", "changed by ops-relabel", "Fix:"];
+    await_kube_event(admin, "NodeLost", "ssd-agent", &words).await;
     plugin_sees_the_loss_only_through_the_exporter(kubeconfig);
     kubectl(kubeconfig, &["label", "node", "n2", "disk=ssd", "rack-"]);
     expect_lost(exporter, "label restored", BTreeSet::new()).await;
@@ -481,23 +481,24 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
     await_recovered(admin, "datadog-agent", &["on node n2 is no longer misscheduled", "key batch"]).await;
 }
 
-/// Wait until `--events` has written a NodeLost Event on `ds` whose note holds every word.
-async fn await_node_lost(admin: &Cluster, ds: &str, words: &[&str]) {
+/// Wait until `--events` has written an Event `reason` on `ds` whose note holds every word,
+/// and return it: what `kubectl describe ds` shows.
+async fn await_kube_event(admin: &Cluster, reason: &str, ds: &str, words: &[&str]) -> k8s_openapi::api::events::v1::Event {
     use k8s_openapi::api::events::v1::Event;
     let events: Api<Event> = Api::namespaced(admin.client.clone(), NS);
     let started = Instant::now();
     loop {
         let list = events.list(&ListParams::default()).await.unwrap().items;
-        let lost: Vec<&Event> = list.iter().filter(|e| e.reason.as_deref() == Some("NodeLost")).collect();
-        let found = lost.iter().any(|e| {
+        let of_reason: Vec<Event> = list.into_iter().filter(|e| e.reason.as_deref() == Some(reason)).collect();
+        let found = of_reason.iter().find(|e| {
             e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(ds)
                 && words.iter().all(|w| e.note.as_deref().unwrap_or_default().contains(w))
         });
-        if found {
-            return;
+        if let Some(event) = found {
+            return event.clone();
         }
-        let notes: Vec<_> = lost.iter().map(|e| e.note.clone()).collect();
-        assert!(started.elapsed() < Duration::from_secs(15), "no NodeLost Event on {ds} saying {words:?}: {notes:#?}");
+        let notes: Vec<_> = of_reason.iter().map(|e| e.note.clone()).collect();
+        assert!(started.elapsed() < Duration::from_secs(15), "no {reason} Event on {ds} saying {words:?}: {notes:#?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -505,25 +506,9 @@ async fn await_node_lost(admin: &Cluster, ds: &str, words: &[&str]) {
 /// Wait until `--events` has written a Normal `Recovered` Event on `ds` whose note holds
 /// every word.
 async fn await_recovered(admin: &Cluster, ds: &str, words: &[&str]) {
-    use k8s_openapi::api::events::v1::Event;
-    let events: Api<Event> = Api::namespaced(admin.client.clone(), NS);
-    let started = Instant::now();
-    loop {
-        let list = events.list(&ListParams::default()).await.unwrap().items;
-        let recovered: Vec<&Event> = list.iter().filter(|e| e.reason.as_deref() == Some("Recovered")).collect();
-        let found = recovered.iter().find(|e| {
-            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(ds)
-                && words.iter().all(|w| e.note.as_deref().unwrap_or_default().contains(w))
-        });
-        if let Some(event) = found {
-            assert_eq!(event.type_.as_deref(), Some("Normal"));
-            println!("Recovered: {}", event.note.as_deref().unwrap_or_default());
-            return;
-        }
-        let notes: Vec<_> = recovered.iter().map(|e| e.note.clone()).collect();
-        assert!(started.elapsed() < Duration::from_secs(15), "no Recovered Event on {ds} saying {words:?}: {notes:#?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let event = await_kube_event(admin, "Recovered", ds, words).await;
+    assert_eq!(event.type_.as_deref(), Some("Normal"));
+    println!("Recovered: {}", event.note.as_deref().unwrap_or_default());
 }
 
 /// The Events `--events` wrote: (daemonset, action, note, series count) of each, regarding

@@ -182,20 +182,6 @@ fn taint(key: &str, value: &str, effect: &str) -> Value {
     json!([{"key": key, "value": value, "effect": effect}])
 }
 
-/// Every resource's value of a per-resource self-metric; `more_labels` follows the
-/// `resource` label, e.g. `,type="init"`.
-fn per_resource(exporter: &Exporter, metric: &str, more_labels: &str) -> BTreeMap<String, f64> {
-    let metrics = exporter.metrics();
-    Resource::ALL
-        .into_iter()
-        .map(|r| {
-            let series = format!("{metric}{{resource=\"{}\"{more_labels}}} ", r.as_str());
-            let value = metrics.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok());
-            (r.as_str().to_owned(), value.unwrap_or(f64::NAN))
-        })
-        .collect()
-}
-
 /// Failed calls per resource, whatever the reason.
 fn errors_by_resource(exporter: &Exporter) -> BTreeMap<String, f64> {
     let metrics = exporter.metrics();
@@ -210,7 +196,7 @@ fn errors_by_resource(exporter: &Exporter) -> BTreeMap<String, f64> {
 }
 
 fn relists(exporter: &Exporter) -> BTreeMap<String, f64> {
-    per_resource(exporter, "misschedule_exporter_watch_events_total", ",type=\"init\"")
+    exporter.per_resource("misschedule_exporter_watch_events_total", ",type=\"init\"")
 }
 
 /// Compact etcd up to its current revision (the API server does this every 5 minutes),
@@ -294,7 +280,7 @@ async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     // Watch expiry: writes the exporter does not watch move etcd on, compaction drops
     // every revision the exporter holds, and the next resumed watch gets 410 Gone.
     let relists_before = relists(&exporter);
-    let expiries_before = per_resource(&exporter, "misschedule_exporter_watch_expiries_total", "");
+    let expiries_before = exporter.per_resource("misschedule_exporter_watch_expiries_total", "");
     let errors_before = errors_by_resource(&exporter);
     let configmaps: Api<ConfigMap> = Api::namespaced(admin.client.clone(), NS);
     // Two writes: etcd keeps the compaction revision itself, and a watch resumes one past
@@ -308,7 +294,7 @@ async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
     let expired = wait_until("every watch expired (410) and relisted", Duration::from_secs(30), || {
         stayed_ready &= exporter.ready();
         let (relisted, expiries) =
-            (relists(&exporter), per_resource(&exporter, "misschedule_exporter_watch_expiries_total", ""));
+            (relists(&exporter), exporter.per_resource("misschedule_exporter_watch_expiries_total", ""));
         relisted.iter().all(|(r, n)| *n > relists_before[r]) && expiries.iter().all(|(r, n)| *n > expiries_before[r])
     })
     .await;

@@ -10,20 +10,11 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use misschedule_exporter::index::Resource;
 use support::cluster::*;
 use support::proxy::Proxy;
 
-fn stalls(exporter: &Exporter) -> BTreeMap<&'static str, f64> {
-    let metrics = exporter.metrics();
-    Resource::ALL
-        .into_iter()
-        .map(|r| {
-            let series = format!("misschedule_exporter_watch_stalls_total{{resource=\"{}\"}} ", r.as_str());
-            let value = metrics.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok());
-            (r.as_str(), value.unwrap_or(f64::NAN))
-        })
-        .collect()
+fn stalls(exporter: &Exporter) -> BTreeMap<String, f64> {
+    exporter.per_resource("misschedule_exporter_watch_stalls_total", "")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

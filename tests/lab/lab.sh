@@ -117,7 +117,7 @@ build_kubernetes() {
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld="$ld -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
-  log "building Kubernetes v$K8S_VERSION (about 10 min on 2 cores the first time)"
+  log "building Kubernetes v$K8S_VERSION (about 5 min on 2 cores the first time)"
   build_tools "$out" "$moddir" "" "$ld" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl

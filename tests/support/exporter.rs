@@ -78,6 +78,20 @@ impl Exporter {
         self.metrics().lines().find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
     }
 
+    /// Every resource's value of a per-resource self-metric (NaN where it is missing);
+    /// `more_labels` follows the `resource` label, e.g. `,type="init"`.
+    pub fn per_resource(&self, metric: &str, more_labels: &str) -> std::collections::BTreeMap<String, f64> {
+        let metrics = self.metrics();
+        misschedule_exporter::index::Resource::ALL
+            .into_iter()
+            .map(|r| {
+                let series = format!("{metric}{{resource=\"{}\"{more_labels}}} ", r.as_str());
+                let value = metrics.lines().find_map(|l| l.strip_prefix(&series)?.trim().parse().ok());
+                (r.as_str().to_owned(), value.unwrap_or(f64::NAN))
+            })
+            .collect()
+    }
+
     pub fn get(&self, path: &str) -> Option<(u16, String)> {
         http::get(self.port, path)
     }
