@@ -47,7 +47,7 @@ die() { log "ERROR: $*"; exit 1; }
 
 # The machine's Go when it is new enough for MODDIR's go line, a toolchain from the module proxy otherwise.
 use_go_for() {
-  command -v go >/dev/null || die "Go (1.22 or newer, for GOTOOLCHAIN) is needed to build the lab; CI machines have it"
+  command -v go >/dev/null || die "Go (1.21 or newer, which can fetch a newer toolchain) is needed to build the lab; CI machines have it"
   local need have
   need=$(sed -n 's/^go //p' "$1/go.mod")
   have=$(go env GOVERSION); have=${have#go}
