@@ -321,9 +321,9 @@ async fn kube_state_metrics_and_the_stock_alerts_beside_the_exporter() {
          went pending: since 1.33 the DaemonSet controller resyncs a DaemonSet on a node update \
          only when a pod must be created or deleted (or its status already counts a misscheduled \
          pod), and a NoSchedule taint asks for neither, so `status.numberMisscheduled` stayed 0. \
-         Whatever next resyncs the DaemonSet (a pod event, an edit) makes it 3, and \
-         `KubeDaemonSetMisScheduled` then pages 15 minutes later for a drain that needs nothing \
-         done. The exporter names the three pods at once, says the drain is expected (Normal \
+         Whatever next resyncs the DaemonSet (a pod event, an edit) would make it 3, and \
+         `KubeDaemonSetMisScheduled` would then page 15 minutes later, for a drain that needs \
+         nothing done. The exporter names the three pods at once, says the drain is expected (Normal \
          Events, the page's *Expected* section) and pages nothing."
             .to_owned()
     } else {
