@@ -336,7 +336,8 @@ metadata:
 ---
 EON
   done | $kubectl apply -f - >/dev/null
-  $kubectl wait --for=condition=Ready node --all --timeout=120s >/dev/null ||
+  # KWOK initialises nodes a few at a time: 2,000 took longer than 2 minutes here.
+  $kubectl wait --for=condition=Ready node --all --timeout="$((120 + count / 5))s" >/dev/null ||
     die "nodes did not become Ready (log: $dir/kwok.log)"
   log "$count nodes Ready"
 }
