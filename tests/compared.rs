@@ -55,7 +55,9 @@ impl Lab {
 
     /// `kube_daemonset_status_*` per DaemonSet: now, and the highest misscheduled count since `window`.
     fn ksm(&self, window: Duration) -> String {
-        let mut out = String::from("| DaemonSet | desired | current | available | misscheduled now | misscheduled, most in the scene |\n|---|---|---|---|---|---|\n");
+        let mut out = String::from(
+            "| DaemonSet | desired | current | available | misscheduled now | misscheduled, most in the scene |\n|---|---|---|---|---|---|\n",
+        );
         let value = |expr: &str| {
             let result = self.prometheus.query(expr);
             result.first().and_then(|r| r["value"][1].as_str()).unwrap_or("(no series)").to_owned()
@@ -195,8 +197,10 @@ impl Lab {
     /// One scene's section of docs/compared.md: what was done, what was seen (`seen`, a
     /// summary written from the recorded values), then the record.
     fn record(&self, title: &str, what: &str, seen: &str, since: Instant) -> String {
-        let mut out =
-            format!("## {title}\n\n{what}\n\n{seen}\n\nRecorded {:.0} s after the change.\n\n", since.elapsed().as_secs_f64());
+        let mut out = format!(
+            "## {title}\n\n{what}\n\n{seen}\n\nRecorded {:.0} s after the change.\n\n",
+            since.elapsed().as_secs_f64()
+        );
         out += "### kube-state-metrics\n\n";
         out += &self.ksm(since.elapsed());
         out += "\n### kubernetes-mixin's alerts on it\n\n";
@@ -274,7 +278,8 @@ async fn kube_state_metrics_and_the_stock_alerts_beside_the_exporter() {
     let ksm = cp.get("KSM_URL").trim_start_matches("http://").to_owned();
     let prometheus = Prometheus::start(Prometheus::dir("compared"), &prometheus_config(&ksm, exporter.port));
     let lab = Lab { cp, admin, exporter, prometheus };
-    lab.prometheus.wait_for("count(kube_daemonset_status_desired_number_scheduled{job=\"kube-state-metrics\"} == 3) == 3");
+    lab.prometheus
+        .wait_for("count(kube_daemonset_status_desired_number_scheduled{job=\"kube-state-metrics\"} == 3) == 3");
     lab.prometheus.wait_for("up{job=\"misschedule-exporter\"} == 1");
     expect(&lab.admin, &lab.exporter, "baseline", Default::default()).await;
 

@@ -471,7 +471,8 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
     await_event(admin, "datadog-agent", &["key batch", "changed by second-tainter"]).await;
     kubectl(kubeconfig, &["taint", "node", "n2", "dedicated-", "batch-", "soft-"]);
     expect(admin, exporter, "taints removed", BTreeSet::new()).await;
-    let printed = watching.until("the restored answer", |answer| Listed::Misscheduled.in_explanation(answer).is_empty()).await;
+    let printed =
+        watching.until("the restored answer", |answer| Listed::Misscheduled.in_explanation(answer).is_empty()).await;
     // Ages move on and the controller writes status, but the answer stays: nothing is printed.
     admin.resync().await;
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -483,7 +484,12 @@ async fn attribution(admin: &Cluster, exporter: &Exporter, kubeconfig: &str) {
 
 /// Wait until `--events` has written an Event `reason` on `ds` whose note holds every word,
 /// and return it: what `kubectl describe ds` shows.
-async fn await_kube_event(admin: &Cluster, reason: &str, ds: &str, words: &[&str]) -> k8s_openapi::api::events::v1::Event {
+async fn await_kube_event(
+    admin: &Cluster,
+    reason: &str,
+    ds: &str,
+    words: &[&str],
+) -> k8s_openapi::api::events::v1::Event {
     use k8s_openapi::api::events::v1::Event;
     let events: Api<Event> = Api::namespaced(admin.client.clone(), NS);
     let started = Instant::now();
@@ -678,7 +684,11 @@ fn kubectl_plugin_answers(kubeconfig: &str, tainted: &Attributed) {
     assert!(live["ineligible"].is_array());
     let out = run(&["-n", NS, "-o", "yaml"]);
     let yaml: Value = serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
-    assert_eq!(Listed::Misscheduled.in_explanation(&yaml), Listed::Misscheduled.in_explanation(&live), "yaml and json say the same");
+    assert_eq!(
+        Listed::Misscheduled.in_explanation(&yaml),
+        Listed::Misscheduled.in_explanation(&live),
+        "yaml and json say the same"
+    );
     let out = run(&["-A", "--exit-code"]);
     assert_eq!(out.status.code(), Some(1), "--exit-code with a misscheduled pod");
     let table = String::from_utf8(out.stdout).unwrap();

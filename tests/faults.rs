@@ -27,7 +27,6 @@ async fn scene(admin: &Cluster, pod_verbs: &[&str]) {
     grant_exporter(admin, pod_verbs).await;
 }
 
-
 fn drain(node: &str) -> BTreeSet<(String, String, String, String)> {
     [("agent".into(), node.into(), "autoscaler_drain".into(), "ToBeDeletedByClusterAutoscaler".into())].into()
 }
@@ -226,11 +225,7 @@ async fn exporter_cut_off_and_expired_watches_resync_without_stale_series() {
 
     // The exporter reaches the API server only through a proxy the test can cut.
     let (proxy, kubeconfig) = Proxy::for_exporter(&cp).await;
-    let exporter = Exporter::start_with(
-        &kubeconfig,
-        &["--watch-timeout-seconds", "5"],
-        &cp.dir.join("exporter.log"),
-    );
+    let exporter = Exporter::start_with(&kubeconfig, &["--watch-timeout-seconds", "5"], &cp.dir.join("exporter.log"));
     wait_until("ready", Duration::from_secs(30), || exporter.ready()).await;
     // A pod on every node first: a taint that comes before the pod keeps the pod away instead.
     let started = Instant::now();

@@ -130,7 +130,11 @@ async fn exporter_and_kube_state_metrics_on_the_same_real_cluster() {
     expect(&admin, &watching, "the exporter agrees with the controller", Default::default()).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let watched = [
-        (rss_kib(watching.child.id()), cpu_seconds(watching.child.id()) - exporter_cpu_before, exporter_pods(&watching)),
+        (
+            rss_kib(watching.child.id()),
+            cpu_seconds(watching.child.id()) - exporter_cpu_before,
+            exporter_pods(&watching),
+        ),
         (rss_kib(ksm_pid), cpu_seconds(ksm_pid) - ksm_cpu_before, ksm_pods(ksm_port)),
     ];
     drop(watching);
@@ -156,16 +160,17 @@ async fn exporter_and_kube_state_metrics_on_the_same_real_cluster() {
     let ms = |d: Duration| format!("{:.0} ms", d.as_secs_f64() * 1e3);
     let kib = |bytes: usize| format!("{:.0} KiB", bytes as f64 / 1024.0);
     type Watched = (u64, f64, (usize, Duration, usize));
-    let row = |name: &str, (rss, cpu, (_, scrape, size)): Watched, (ready, fresh_cpu, fresh_rss): (Duration, f64, u64)| {
-        format!(
-            "| {name} | {} | {cpu:.1} s | {} ({}) | {:.1} s | {fresh_cpu:.1} s | {} |\n",
-            mib(rss),
-            ms(scrape),
-            kib(size),
-            ready.as_secs_f64(),
-            mib(fresh_rss)
-        )
-    };
+    let row =
+        |name: &str, (rss, cpu, (_, scrape, size)): Watched, (ready, fresh_cpu, fresh_rss): (Duration, f64, u64)| {
+            format!(
+                "| {name} | {} | {cpu:.1} s | {} ({}) | {:.1} s | {fresh_cpu:.1} s | {} |\n",
+                mib(rss),
+                ms(scrape),
+                kib(size),
+                ready.as_secs_f64(),
+                mib(fresh_rss)
+            )
+        };
     let report = format!(
         "{nodes} KWOK nodes x {daemonsets} DaemonSets = {pods} daemon pods on the lab's Kubernetes {}, \
          built in {:.0} s while both watched. Then each started afresh on the full cluster.\n\n\
@@ -173,7 +178,11 @@ async fn exporter_and_kube_state_metrics_on_the_same_real_cluster() {
         cp.get("K8S_VERSION"),
         built.as_secs_f64(),
         row("misschedule-exporter", watched[0], exporter_fresh),
-        row(&format!("kube-state-metrics {} (daemonsets, pods, nodes only)", cp.get("KSM_VERSION")), watched[1], ksm_fresh),
+        row(
+            &format!("kube-state-metrics {} (daemonsets, pods, nodes only)", cp.get("KSM_VERSION")),
+            watched[1],
+            ksm_fresh
+        ),
     );
     println!("{report}");
     if let Ok(path) = std::env::var("LIVE_SCALE_REPORT") {

@@ -298,10 +298,15 @@ async fn what_if_says_what_the_controller_then_does() {
     )
     .await;
     let strict = lab.manifest("db-agent.json", daemonset("db-agent", json!({})));
-    lab.step("db-agent loses its toleration: stranded on n4", &["apply", "-f", &strict], Change::Kubectl(&["apply", "-f", &strict]))
-        .await;
+    lab.step(
+        "db-agent loses its toleration: stranded on n4",
+        &["apply", "-f", &strict],
+        Change::Kubectl(&["apply", "-f", &strict]),
+    )
+    .await;
     let narrowed = lab.manifest("agent.json", daemonset("agent", json!({"nodeSelector": {GPU: "true"}})));
-    lab.step("agent narrows to GPU nodes", &["apply", "-f", &narrowed], Change::Kubectl(&["apply", "-f", &narrowed])).await;
+    lab.step("agent narrows to GPU nodes", &["apply", "-f", &narrowed], Change::Kubectl(&["apply", "-f", &narrowed]))
+        .await;
     let fresh =
         lab.manifest("fresh.json", daemonset("fresh-agent", json!({"nodeSelector": {"kubernetes.io/hostname": "n3"}})));
     lab.step("a new DaemonSet for n3", &["apply", "-f", &fresh], Change::Kubectl(&["apply", "-f", &fresh])).await;

@@ -209,7 +209,9 @@ impl Cluster {
         let started = Instant::now();
         loop {
             let ready: BTreeSet<String> = match self.nodes.list(&ListParams::default()).await {
-                Ok(list) => list.items.iter().filter(|n| node_is_ready(n)).filter_map(|n| n.metadata.name.clone()).collect(),
+                Ok(list) => {
+                    list.items.iter().filter(|n| node_is_ready(n)).filter_map(|n| n.metadata.name.clone()).collect()
+                }
                 Err(_) => BTreeSet::new(),
             };
             let waiting: Vec<&str> = names.iter().map(AsRef::as_ref).filter(|n| !ready.contains(*n)).collect();
@@ -240,7 +242,11 @@ impl Cluster {
     /// `status_totals`, nudging the controller when the status may be stale: a status that
     /// disagrees with `want` gets a resync at most every 2 s (see `resync`), so that a
     /// step compares with what the controller computes from the current objects.
-    pub async fn fresh_status_totals(&self, want: &BTreeMap<String, i64>, nudged: &mut Instant) -> Option<BTreeMap<String, i64>> {
+    pub async fn fresh_status_totals(
+        &self,
+        want: &BTreeMap<String, i64>,
+        nudged: &mut Instant,
+    ) -> Option<BTreeMap<String, i64>> {
         let status = self.status_totals().await;
         if status.as_ref() != Some(want) && nudged.elapsed() > Duration::from_secs(2) {
             self.resync().await;
@@ -330,9 +336,11 @@ pub async fn grant_exporter(admin: &Cluster, pod_verbs: &[&str]) {
 /// Ready, as the scheduler and the DaemonSet controller see it: the Ready condition is True
 /// and no not-ready or unreachable taint is left.
 pub fn node_is_ready(node: &Node) -> bool {
-    let ready = node.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|conditions| {
-        conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True")
-    });
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
     let tainted = node.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|taints| {
         taints.iter().any(|t| t.key == "node.kubernetes.io/not-ready" || t.key == "node.kubernetes.io/unreachable")
     });

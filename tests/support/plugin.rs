@@ -48,9 +48,10 @@ pub async fn expose_exporter(admin: &Cluster, exporter_port: u16, node: &str) {
     let endpoints: Api<k8s_openapi::api::core::v1::Endpoints> = Api::namespaced(admin.client.clone(), NS);
     let started = std::time::Instant::now();
     loop {
-        let ready = endpoints.get_opt("misschedule-exporter").await.ok().flatten().is_some_and(|e| {
-            e.subsets.iter().flatten().any(|s| s.addresses.as_ref().is_some_and(|a| !a.is_empty()))
-        });
+        let ready =
+            endpoints.get_opt("misschedule-exporter").await.ok().flatten().is_some_and(|e| {
+                e.subsets.iter().flatten().any(|s| s.addresses.as_ref().is_some_and(|a| !a.is_empty()))
+            });
         if ready {
             return;
         }
