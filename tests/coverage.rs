@@ -59,8 +59,13 @@ fn gpu_cluster() -> (Index, Pod, Pod) {
     (index, p1, p2)
 }
 
-fn terminating(mut pod: Pod) -> Pod {
-    pod.metadata.deletion_timestamp = Some(from(json!("2026-05-31T23:59:00Z")));
+fn terminating(pod: Pod) -> Pod {
+    deleted_at(pod, "2026-05-31T23:59:00Z")
+}
+
+/// The pod with its delete asked for, with a 30 s grace period ending at `deletion_timestamp`.
+fn deleted_at(mut pod: Pod, deletion_timestamp: &str) -> Pod {
+    pod.metadata.deletion_timestamp = Some(from(json!(deletion_timestamp)));
     pod.metadata.deletion_grace_period_seconds = Some(30);
     pod
 }
@@ -74,13 +79,16 @@ fn a_label_removal_deletes_the_pod_and_the_node_stays_lost_until_a_pod_is_back()
     apply(&mut index, gpu_node("n1", false));
     assert_eq!(misscheduled(&index).len(), 1);
     assert_eq!(lost(&index), (vec![], vec![]), "misscheduled, not lost, while the pod is there");
+    // The controller asks at NOW + 11; the kubelet honours the 30 s grace period.
+    let deleting = deleted_at(p1.clone(), "2026-06-01T00:00:41Z");
     index.set_now(NOW + 11);
-    apply(&mut index, terminating(p1.clone()));
+    apply(&mut index, deleting.clone());
     assert_eq!(lost(&index), (vec![], vec![]), "a terminating pod is still there");
     index.set_now(NOW + 40);
-    delete(&mut index, terminating(p1.clone()));
+    delete(&mut index, deleting);
     assert_eq!(misscheduled(&index), vec![], "nothing is misscheduled any more");
-    assert_eq!(lost(&index), (vec![loss("n1", "nfd_change", GPU, NOW + 40)], vec![count("nfd_change", GPU, 1)]));
+    // Coverage ended when the controller asked, not when the pod object went.
+    assert_eq!(lost(&index), (vec![loss("n1", "nfd_change", GPU, NOW + 11)], vec![count("nfd_change", GPU, 1)]));
     // The label comes back: eligible, but uncovered until the controller makes the pod.
     index.set_now(NOW + 50);
     apply(&mut index, gpu_node("n1", true));
@@ -175,14 +183,16 @@ fn a_daemonset_being_deleted_loses_nothing() {
 #[test]
 fn after_a_restart_a_terminating_pod_is_the_evidence() {
     // The exporter starts while the pod is being deleted from a node that lost its label:
-    // misscheduled, and lost once the delete finishes, seen live.
+    // misscheduled, and lost once the delete finishes, since the delete was asked for.
     let ds = daemonset("gpu-agent", json!({"nodeSelector": {GPU: "true"}}));
     let pod = terminating(daemon_pod(&ds, "n1", "h", true));
     let mut index = cluster(vec![gpu_node("n1", false)], vec![ds.clone()], vec![revision(&ds, "h")], vec![pod.clone()]);
     assert_eq!(lost(&index).0, vec![]);
     index.set_now(NOW + 20);
     delete(&mut index, pod.clone());
-    assert_eq!(lost(&index).0, vec![loss("n1", "nfd_change", GPU, NOW + 20)]);
+    // deletionTimestamp (NOW - 60) is when the grace period (30 s) ends.
+    let deletion_requested = NOW - 90;
+    assert_eq!(lost(&index).0, vec![loss("n1", "nfd_change", GPU, deletion_requested)]);
 
     // The delete finished while the pod watch was down: the relist that shows it gone says
     // when the delete was asked for, the best evidence of when the agent stopped.
@@ -190,8 +200,6 @@ fn after_a_restart_a_terminating_pod_is_the_evidence() {
     index.set_now(NOW + 300);
     index.apply(Event::<SlimPod>::Init).unwrap();
     index.apply(Event::<SlimPod>::InitDone).unwrap();
-    // deletionTimestamp (NOW - 60) is when the grace period (30 s) ends.
-    let deletion_requested = NOW - 90;
     assert_eq!(lost(&index).0, vec![loss("n1", "nfd_change", GPU, deletion_requested)]);
 
     // Without such a pod, what happened before the start is unknown: a skipped node
@@ -257,4 +265,166 @@ fn a_relapse_within_the_second_is_a_new_episode_and_nothing_else_is() {
     let [again] = <[Notice; 1]>::try_from(notice_of(&index, Kind::NodeLost)).unwrap();
     assert_eq!(again.event_id(), lost.event_id());
     assert!(again.episode > lost.episode);
+}
+
+/// One watch event, on the stream of its kind.
+#[derive(Clone)]
+enum Step {
+    Node(Node),
+    Pod(Pod),
+    PodGone(Pod),
+    DaemonSet(k8s_openapi::api::apps::v1::DaemonSet),
+}
+
+/// Every way of merging `streams` that keeps each stream's own order: the exporter's
+/// watches are separate, and any of them may be behind the others.
+fn interleavings(streams: &[Vec<Step>]) -> Vec<Vec<Step>> {
+    fn go(streams: &[Vec<Step>], next: &mut [usize], so_far: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
+        let mut done = true;
+        for s in 0..streams.len() {
+            if next[s] < streams[s].len() {
+                done = false;
+                so_far.push(streams[s][next[s]].clone());
+                next[s] += 1;
+                go(streams, next, so_far, out);
+                next[s] -= 1;
+                so_far.pop();
+            }
+        }
+        if done {
+            out.push(so_far.clone());
+        }
+    }
+    let mut out = Vec::new();
+    go(streams, &mut vec![0; streams.len()], &mut Vec::new(), &mut out);
+    out
+}
+
+impl Step {
+    fn label(&self) -> String {
+        match self {
+            Step::Node(n) => {
+                let labelled = n.metadata.labels.as_ref().is_some_and(|l| l.contains_key(GPU));
+                format!("node {}", if labelled { "labelled" } else { "unlabelled" })
+            }
+            Step::Pod(p) => {
+                let failed = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed");
+                let deleting = p.metadata.deletion_timestamp.is_some();
+                let name = p.metadata.name.as_deref().unwrap_or_default();
+                format!("pod {name}{}{}", if deleting { " deleting" } else { "" }, if failed { " Failed" } else { "" })
+            }
+            Step::PodGone(p) => format!("pod {} gone", p.metadata.name.as_deref().unwrap_or_default()),
+            Step::DaemonSet(_) => "daemonset status".into(),
+        }
+    }
+}
+
+fn replay(index: &mut Index, steps: &[Step]) {
+    for step in steps.iter().cloned() {
+        match step {
+            Step::Node(n) => apply(index, n),
+            Step::Pod(p) => apply(index, p),
+            Step::PodGone(p) => delete(index, p),
+            Step::DaemonSet(d) => apply(index, d),
+        }
+    }
+}
+
+fn failed(mut pod: Pod) -> Pod {
+    pod.status = Some(from(json!({"phase": "Failed"})));
+    pod
+}
+
+/// NFD drops the label a DaemonSet selects on; the controller deletes the pod (a kubelet
+/// may mark it Failed first); NFD puts the label back once the pod is gone; the controller
+/// makes a new pod. Live, 4 runs in 5 missed such a loss. Replayed in every order the
+/// three streams can arrive in, each of them counts the one loss, with the label as the
+/// key, and ends covered.
+#[test]
+fn a_loss_is_counted_whatever_order_the_streams_deliver_it_in() {
+    let ds = daemonset("gpu-agent", json!({"nodeSelector": {GPU: "true"}}));
+    let mut reported = ds.clone();
+    reported.status = Some(from(json!({"numberMisscheduled": 1, "desiredNumberScheduled": 1,
+        "currentNumberScheduled": 1, "numberReady": 1})));
+    let old = daemon_pod(&ds, "n1", "h", true);
+    // Asked for in the same second as everything else: the order is all that differs.
+    let deleting = deleted_at(old.clone(), "2026-06-01T00:00:30Z");
+    let mut new = daemon_pod(&ds, "n1", "h", true);
+    new.metadata.name = Some("gpu-agent-n1-new".into());
+    new.metadata.uid = Some("pod-gpu-agent-n1-new".into());
+
+    for kubelet_marks_failed in [false, true] {
+        let mut pods = vec![Step::Pod(deleting.clone())];
+        if kubelet_marks_failed {
+            pods.push(Step::Pod(failed(deleting.clone())));
+        }
+        pods.extend([Step::PodGone(deleting.clone()), Step::Pod(new.clone())]);
+        let nodes = vec![Step::Node(gpu_node("n1", false)), Step::Node(gpu_node("n1", true))];
+        let daemonsets = vec![Step::DaemonSet(reported.clone())];
+        let orders = interleavings(&[nodes, pods, daemonsets]);
+        assert_eq!(orders.len(), if kubelet_marks_failed { 105 } else { 60 });
+        for (i, order) in orders.iter().enumerate() {
+            let mut index =
+                cluster(vec![gpu_node("n1", true)], vec![ds.clone()], vec![revision(&ds, "h")], vec![old.clone()]);
+            replay(&mut index, order);
+            let order: Vec<String> = order.iter().map(Step::label).collect();
+            let position = |label: &str| order.iter().position(|l| l == label);
+            // The node stream so far behind that the new pod came before the label's removal:
+            // the index saw the old pod deleted from a node it thought eligible, then replaced,
+            // which a restart of the agent also looks like.
+            let unknowable = position("pod gpu-agent-n1-new") < position("node unlabelled");
+            let expected = if unknowable { vec![] } else { vec![count("nfd_change", GPU, 1)] };
+            assert_eq!(lost(&index), (vec![], expected), "order {i}: {}", order.join(", "));
+        }
+    }
+}
+
+#[test]
+fn a_pod_gone_from_a_node_that_stays_eligible_is_no_loss() {
+    // A restart of the agent: deleted and replaced, the node never skipped.
+    let (mut index, p1, _) = gpu_cluster();
+    delete(&mut index, terminating(p1.clone()));
+    let mut new = daemon_pod(&daemonset("gpu-agent", json!({"nodeSelector": {GPU: "true"}})), "n1", "h", true);
+    new.metadata.uid = Some("pod-new".into());
+    apply(&mut index, new);
+    // The label goes later, with the new pod there: misscheduled, not lost.
+    apply(&mut index, gpu_node("n1", false));
+    assert_eq!(misscheduled(&index).len(), 1);
+    assert_eq!(lost(&index), (vec![], vec![]));
+}
+
+#[test]
+fn a_daemonset_edit_seen_after_its_pod_went_is_a_loss_it_explains() {
+    // The DaemonSet stream is behind: its pod on n1 is gone before the index sees the
+    // nodeSelector that no longer matches n1.
+    let (mut index, p1, _) = gpu_cluster();
+    index.set_now(NOW + 5);
+    let deleting = deleted_at(p1, "2026-06-01T00:00:33Z");
+    apply(&mut index, deleting.clone());
+    delete(&mut index, deleting);
+    assert_eq!(lost(&index), (vec![], vec![]), "n1 is still eligible, as far as the index knows");
+    apply(&mut index, daemonset("gpu-agent", json!({"nodeSelector": {GPU: "true", "zone": "a"}})));
+    // n2 keeps its pod: misscheduled there, not lost.
+    let lost_since_delete_request = loss("n1", "daemonset_changed", "zone", NOW + 3);
+    assert_eq!(lost(&index), (vec![lost_since_delete_request], vec![count("daemonset_changed", "zone", 1)]));
+}
+
+#[test]
+fn a_pod_deleted_long_after_its_episode_ended_is_no_loss() {
+    // The label flapped while the pod stayed; an hour later someone deletes the pod.
+    let (mut index, p1, _) = gpu_cluster();
+    apply(&mut index, gpu_node("n1", false));
+    apply(&mut index, gpu_node("n1", true));
+    let deleting = deleted_at(p1.clone(), "2026-06-01T01:00:30Z");
+    apply(&mut index, deleting.clone());
+    delete(&mut index, deleting);
+    assert_eq!(lost(&index), (vec![], vec![]), "a delete outside the episode says nothing about it");
+    // The same pod deleted within the episode (the pod stream behind): the controller's.
+    let (mut index, p1, _) = gpu_cluster();
+    apply(&mut index, gpu_node("n1", false));
+    apply(&mut index, gpu_node("n1", true));
+    let deleting = deleted_at(p1, "2026-06-01T00:00:30Z");
+    apply(&mut index, deleting.clone());
+    delete(&mut index, deleting);
+    assert_eq!(lost(&index), (vec![loss("n1", "nfd_change", GPU, NOW)], vec![count("nfd_change", GPU, 1)]));
 }

@@ -160,39 +160,87 @@ fn loss_counts(index: &Index) -> BTreeMap<String, u64> {
 
 /// The loss rule, told independently of the index and judged on an index built from
 /// scratch at each step: a pair is lost when a pod change leaves a pair that was
-/// misscheduled on a node that still exists and is skipped, with no pod; it stays lost until
-/// a pod counts there again or the node goes; a DaemonSet that goes, or is no longer
-/// synced by the controller, has none.
+/// misscheduled on a node that still exists and is skipped, with no pod; or when a pair
+/// whose last pod went while it was eligible turns out skipped, still without a pod (the
+/// node's stream was behind the pods'), with the verdict that pod has there now. It stays
+/// lost until a pod counts there again or the node goes; a DaemonSet that goes, or is no
+/// longer synced by the controller, has none.
 #[derive(Default)]
 struct LossModel {
     lost: Pairs,
     counts: BTreeMap<String, u64>,
+    /// Eligible pairs whose last pod went, and that pod.
+    departed: BTreeMap<(String, String), Pod>,
+}
+
+/// What the index holds before and after one op, built from scratch.
+struct Change<'a> {
+    before: &'a Index,
+    misscheduled_before: &'a Pairs,
+    /// For a pod op: the pod's node, and the pod as it was before, if there was one.
+    pod_op: Option<(String, Option<Pod>)>,
+    now: &'a Index,
+    nodes: &'a [String],
 }
 
 impl LossModel {
     fn forget(&mut self, ds: &str) {
         self.lost.retain(|(d, _), _| d != ds);
+        self.departed.retain(|(d, _), _| d != ds);
         self.counts.remove(ds);
     }
 
-    fn step(&mut self, misscheduled_before: &Pairs, pod_op: bool, now: &Index, nodes: &[String]) {
-        let views = now.daemonsets();
+    /// A new selector decides afresh which pods count.
+    fn forget_departed(&mut self, ds: &str) {
+        self.departed.retain(|(d, _), _| d != ds);
+    }
+
+    fn start(&mut self, pair: (String, String), verdict: (String, String)) {
+        *self.counts.entry(pair.0.clone()).or_default() += 1;
+        self.lost.insert(pair, verdict);
+    }
+
+    fn step(&mut self, change: Change<'_>, rebuild_with: impl Fn(&Pod, &str) -> Index) {
+        let views = change.now.daemonsets();
         let view = |ds: &str| views.iter().find(|v| *v.ds.id.name == *ds);
-        let node_exists = |node: &str| nodes.iter().any(|n| n == node);
-        self.lost.retain(|(ds, node), _| view(ds).is_some_and(|v| node_exists(node) && !v.has_pod(node)));
-        if !pod_op {
-            return;
-        }
-        for ((ds, node), verdict) in misscheduled_before {
-            let Some(v) = view(ds) else { continue };
-            if node_exists(node)
-                && v.skips(node)
-                && !v.has_pod(node)
-                && !self.lost.contains_key(&(ds.clone(), node.clone()))
-            {
-                self.lost.insert((ds.clone(), node.clone()), verdict.clone());
-                *self.counts.entry(ds.clone()).or_default() += 1;
+        let before_views = change.before.daemonsets();
+        let had_pod = |ds: &str, node: &str| before_views.iter().any(|v| *v.ds.id.name == *ds && v.has_pod(node));
+        let node_exists = |node: &str| change.nodes.iter().any(|n| n == node);
+        let stays = |(ds, node): &(String, String)| view(ds).is_some_and(|v| node_exists(node) && !v.has_pod(node));
+        self.lost.retain(|pair, _| stays(pair));
+        self.departed.retain(|pair, _| stays(pair));
+        if let Some((node, Some(old))) = &change.pod_op {
+            // The one pair that op can have taken its last pod from, whichever DaemonSet
+            // owned or adopted it.
+            for v in &views {
+                let pair = (v.ds.id.name.to_string(), node.clone());
+                if had_pod(&pair.0, node)
+                    && stays(&pair)
+                    && !change.misscheduled_before.contains_key(&pair)
+                    && !self.lost.contains_key(&pair)
+                {
+                    self.departed.insert(pair, old.clone());
+                }
             }
+        }
+        for (pair, verdict) in change.misscheduled_before {
+            let Some(v) = view(&pair.0) else { continue };
+            if change.pod_op.is_some()
+                && node_exists(&pair.1)
+                && v.skips(&pair.1)
+                && !v.has_pod(&pair.1)
+                && !self.lost.contains_key(pair)
+            {
+                self.start(pair.clone(), verdict.clone());
+            }
+        }
+        let turned_skipped: Vec<_> =
+            self.departed.keys().filter(|(ds, node)| view(ds).is_some_and(|v| v.skips(node))).cloned().collect();
+        for pair in turned_skipped {
+            let Some(pod) = self.departed.remove(&pair) else { continue };
+            // The verdict that pod would have there now.
+            let verdict = misscheduled_nodes(&rebuild_with(&pod, &pair.0)).get(&pair).cloned();
+            self.start(pair, verdict.unwrap_or_default());
         }
     }
 
@@ -213,11 +261,26 @@ proptest! {
         let mut daemonsets = BTreeMap::new();
         let mut pods = BTreeMap::new();
         let mut losses = LossModel::default();
+        let mut before = cluster(vec![], vec![], vec![], vec![]);
         for op in ops {
             let misscheduled_before = misscheduled_nodes(&live);
-            let pod_op = matches!(op, Op::SetPod { .. } | Op::DeletePod { .. });
+            // Only a pod on its way out departs: deleted, or terminal and deleted.
+            let pod_op = match op {
+                Op::SetPod { ds, node, terminal, deleted, .. } => {
+                    Some((format!("n{node}"), pods.get(&(ds, node)).cloned().filter(|_| terminal && deleted)))
+                }
+                Op::DeletePod { ds, node } => Some((format!("n{node}"), pods.get(&(ds, node)).cloned())),
+                _ => None,
+            };
             if let Op::DeleteDaemonSet(ds) = op {
                 losses.forget(&format!("ds{ds}"));
+            }
+            if let Op::SetDaemonSet { ds, worker_only, tolerate_x, selector, deleting } = op {
+                let selector_of = |d: &DaemonSet| d.spec.as_ref().map(|s| s.selector.clone());
+                let new = make_ds(ds, worker_only, tolerate_x, selector, deleting);
+                if daemonsets.get(&ds).map(selector_of) != Some(selector_of(&new)) {
+                    losses.forget_departed(&format!("ds{ds}"));
+                }
             }
             match op {
                 Op::SetNode { node, worker, taints } => {
@@ -253,9 +316,18 @@ proptest! {
                 pods.values().cloned().collect(),
             );
             let node_names: Vec<String> = nodes.keys().map(|i| format!("n{i}")).collect();
-            losses.step(&misscheduled_before, pod_op, &now, &node_names);
+            // The pair's DaemonSet alone, so that an orphan it had adopted is not contested.
+            let rebuild_with = |gone: &Pod, ds: &str| cluster(
+                nodes.values().cloned().collect(),
+                daemonsets.values().filter(|d| d.metadata.name.as_deref() == Some(ds)).cloned().collect(),
+                Vec::<ControllerRevision>::new(),
+                pods.values().filter(|p| p.metadata.uid != gone.metadata.uid).cloned().chain([gone.clone()]).collect(),
+            );
+            let change = Change { before: &before, misscheduled_before: &misscheduled_before, pod_op, now: &now, nodes: &node_names };
+            losses.step(change, rebuild_with);
             prop_assert_eq!(lost_nodes(&live), losses.lost.clone());
             prop_assert_eq!(loss_counts(&live), losses.visible_counts(&now));
+            before = now;
         }
         let fresh = cluster(
             nodes.into_values().collect(),

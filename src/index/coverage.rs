@@ -4,9 +4,16 @@
 //! misscheduled and the node simply has no agent. The index remembers such a pair as a
 //! loss, with the verdict its last pod had as a misscheduled pod. Pure: the rule for one
 //! pair is [`step`].
+//!
+//! The node, pod and DaemonSet streams are separate watches, and any of them may be behind
+//! the others. So the index also keeps, per pair, what lets it see a loss in either order:
+//! the last pod of an eligible pair that went with no replacement yet (`departed`: if the
+//! node turns out skipped, the controller deleted it for that), and the pod of a misscheduled
+//! episode that ended while the pod stayed ([`Flap`]: if that pod's delete was requested
+//! during the episode, the controller deleted it for the skip the node no longer has).
 
 use super::Since;
-use crate::model::{Str, Timestamp};
+use crate::model::{Str, Timestamp, Uid};
 use crate::rules::reason::{Classification, Reason};
 
 /// The retention `--lost-node-retention` defaults to: a day, so a loss overnight is still
@@ -41,17 +48,42 @@ pub(super) struct Loss {
 }
 
 impl Loss {
-    /// When coverage ended: seen live, or else the delete request, the best evidence.
+    /// When coverage ended: when the controller asked for the pod's delete, if it did,
+    /// else when the pod went as the index saw it. A kubelet honours the grace period (30 s
+    /// by default), so the pod object outlives the controller's decision.
     pub(super) fn started(&self) -> Timestamp {
         match self.verdict.deletion_requested {
-            Some(requested) if !self.since.observed => requested.min(self.since.at),
-            _ => self.since.at,
+            Some(requested) => requested.min(self.since.at),
+            None => self.since.at,
         }
     }
 
     /// Forgotten `retention` seconds after the index recorded it.
     pub(super) fn expires_at(&self, retention: Timestamp) -> Timestamp {
         self.since.at.saturating_add(retention)
+    }
+}
+
+/// The pod of a misscheduled episode that ended with the node eligible again while the pod
+/// stayed, and the verdict it had. Kept only for skips the controller deletes for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Flap {
+    pub(super) pod: Uid,
+    pub(super) verdict: Verdict,
+    /// The episode, as the index saw it.
+    pub(super) from: Timestamp,
+    pub(super) to: Timestamp,
+}
+
+/// deletionTimestamp has whole seconds, and the two clocks may differ by a little.
+const FLAP_SLACK_SECONDS: Timestamp = 2;
+
+impl Flap {
+    /// The controller deleted `pod` for this episode's skip: it is the episode's pod, and
+    /// its delete was requested while the episode lasted.
+    pub(super) fn explains(&self, pod: &Uid, deletion_requested: Option<Timestamp>) -> bool {
+        let window = self.from - FLAP_SLACK_SECONDS..=self.to + FLAP_SLACK_SECONDS;
+        self.pod == *pod && deletion_requested.is_some_and(|at| window.contains(&at))
     }
 }
 
@@ -76,8 +108,10 @@ pub(super) enum Step {
     Keep,
 }
 
-/// The rule for one pair. `lost`: a loss is recorded for it. `parting`: the change took the
-/// last pod of the pair while the pair was misscheduled.
+/// The rule for one pair. `lost`: a loss is recorded for it. `parting`: the controller took
+/// the pair's last pod for a skip: the pod went while the pair was misscheduled, or the
+/// node turned out skipped after its pod went (`departed`), or the pod went after an
+/// episode that explains its delete ([`Flap`]), when the node may be eligible again.
 ///
 /// A loss ends when the DaemonSet counts a pod on the node again, or when the node goes. A
 /// node that became eligible again but has no pod yet is still uncovered: the controller
@@ -86,7 +120,7 @@ pub(super) fn step(lost: bool, parting: bool, pair: Pair) -> Step {
     match (lost, pair) {
         (true, Pair { node_exists: false, .. } | Pair { has_pod: true, .. }) => Step::End,
         (true, _) => Step::Keep,
-        (false, Pair { node_exists: true, skipped: true, has_pod: false }) if parting => Step::Start,
+        (false, Pair { node_exists: true, has_pod: false, .. }) if parting => Step::Start,
         (false, _) => Step::Keep,
     }
 }
@@ -114,6 +148,8 @@ mod tests {
             (false, false, true, false, false, Keep),
             // A skipped node without a pod that never had one here: the DaemonSet never covered it.
             (false, false, true, true, false, Keep),
+            // The controller's delete for a skip the node no longer has, seen late (`Flap`).
+            (false, true, true, false, false, Start),
             // Lost: the node goes, or a pod counts there again (eligible or not).
             (true, false, false, false, false, End),
             (true, false, true, false, true, End),
@@ -138,9 +174,10 @@ mod tests {
     }
 
     #[test]
-    fn a_loss_starts_when_seen_or_at_the_delete_request_it_did_not_see() {
-        assert_eq!(loss(1_000, true, Some(900)).started(), 1_000, "seen live: the moment itself");
+    fn a_loss_starts_at_the_delete_request_or_else_when_seen() {
+        assert_eq!(loss(1_000, true, Some(900)).started(), 900, "the controller's delete request, not the pod's end");
         assert_eq!(loss(1_000, false, Some(900)).started(), 900, "replayed: the delete request");
+        assert_eq!(loss(1_000, true, None).started(), 1_000, "seen live, no request: the moment itself");
         assert_eq!(loss(1_000, false, None).started(), 1_000, "no evidence: when it was recorded");
         assert_eq!(loss(1_000, false, Some(2_000)).started(), 1_000, "never after it was recorded");
     }

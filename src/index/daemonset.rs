@@ -46,6 +46,7 @@ impl Stored for DaemonSet {
         if !ds.is_synced_by_controller() {
             // Being deleted (or refused): its pods go on purpose, and nothing reports on it.
             state.lost.clear();
+            state.forget_pending();
         }
         if template_changed {
             for node in index.nodes.objects.values() {
@@ -53,6 +54,8 @@ impl Stored for DaemonSet {
             }
         }
         if selector_changed {
+            // Which pods count is decided afresh: earlier departures no longer say anything.
+            state.forget_pending();
             state.claimed.clear();
             for pod_uid in index.owned_pods.get(&uid).into_iter().flatten() {
                 if let Some(pod) = index.pods.objects.get(pod_uid)
@@ -67,15 +70,14 @@ impl Stored for DaemonSet {
         let readopted = if adopters_changed { index.readopt(&namespace) } else { Vec::new() };
         if template_changed || selector_changed {
             let since = index.since();
-            let nodes = &index.nodes.objects;
-            if let Some(state) = index.state.get_mut(&uid) {
-                let candidates: FastSet<Str> = state.claimed.keys().chain(state.misscheduled.keys()).cloned().collect();
-                for node in candidates {
-                    state.refresh(&node, nodes.contains_key(&node), since, None);
-                }
+            let candidates: FastSet<Str> = index.state.get(&uid).map_or_else(FastSet::default, |state| {
+                state.claimed.keys().chain(state.misscheduled.keys()).chain(state.departed.keys()).cloned().collect()
+            });
+            for node in candidates {
+                index.refresh_pair(&uid, &node, since, None);
             }
         }
-        index.refresh_touched(readopted, None);
+        index.refresh_touched(readopted, None, None);
     }
 
     fn remove(index: &mut Index, uid: &Str) {
@@ -83,7 +85,7 @@ impl Stored for DaemonSet {
         let Some(ds) = index.daemonsets.objects.remove(uid) else { return };
         index.generation += 1;
         let readopted = index.readopt(&ds.id.namespace);
-        index.refresh_touched(readopted, None);
+        index.refresh_touched(readopted, None, None);
     }
 }
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use smallvec::SmallVec;
 
 use super::Since;
-use super::coverage::{self, Loss, Pair, Step, Verdict};
-use crate::model::{FastMap, Str, Timestamp, Uid};
+use super::coverage::{self, Flap, Loss, Pair, Step, Verdict};
+use crate::model::{FastMap, Pod, Str, Timestamp, Uid};
 use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::Reason;
 
@@ -25,6 +25,11 @@ pub(super) struct DaemonSetState {
     pub(super) lost: BTreeMap<Str, Loss>,
     /// `daemonset_node_losses_total`: every loss so far, by (reason, key).
     pub(super) losses: FastMap<(Reason, Str), u64>,
+    /// Eligible nodes whose last pod went and that have no pod since: that pod, in case the
+    /// node turns out skipped (its stream behind the pods'), which makes it a loss.
+    pub(super) departed: BTreeMap<Str, Box<Pod>>,
+    /// Nodes whose misscheduled episode ended while its pod stayed (`coverage::Flap`).
+    pub(super) flapped: BTreeMap<Str, Flap>,
 }
 
 impl DaemonSetState {
@@ -77,9 +82,17 @@ impl DaemonSetState {
         } else {
             self.misscheduled.remove(node);
         }
+        if pair.has_pod || !pair.node_exists {
+            self.departed.remove(node);
+        }
+        if !pair.node_exists {
+            self.flapped.remove(node);
+        }
         match coverage::step(self.lost.contains_key(node), parting.is_some(), pair) {
             Step::Start => {
                 let Some(verdict) = parting else { return false };
+                self.departed.remove(node);
+                self.flapped.remove(node);
                 *self.losses.entry((verdict.reason, verdict.key.clone())).or_default() += 1;
                 self.lost.insert(node.clone(), Loss { verdict, since });
                 true
@@ -90,6 +103,21 @@ impl DaemonSetState {
             }
             Step::Keep => false,
         }
+    }
+
+    /// What the departed pod's absence means now: `Some` when it was the controller's
+    /// delete for a skip, that is when the node, still without a pod, is now skipped.
+    pub(super) fn departed_into_skip(&self, node: &Str) -> Option<(&Pod, &Skip)> {
+        let pod = self.departed.get(node)?;
+        let skip = self.skips.get(node)?;
+        (!self.claimed.contains_key(node)).then_some((&**pod, skip))
+    }
+
+    /// Forgets what the index kept for losses it has yet to see: the DaemonSet is not
+    /// synced any more (its pods go on purpose), or its selector changed.
+    pub(super) fn forget_pending(&mut self) {
+        self.departed.clear();
+        self.flapped.clear();
     }
 
     /// Forget the losses recorded `retention` seconds before `now` or earlier; returns

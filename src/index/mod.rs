@@ -227,19 +227,58 @@ impl Index {
         Since { at: self.now, observed: self.synced() && !self.replaying, generation: self.generation }
     }
 
-    /// Refresh each (DaemonSet, node) a change touched. `parting`: the pair whose last pod
-    /// the change took while it was misscheduled, with that pod's verdict (`Index::parting`).
-    fn refresh_touched(&mut self, touched: impl IntoIterator<Item = (Str, Str)>, parting: Option<Parting>) {
+    /// Refresh each (DaemonSet, node) a pod change touched. `parting`: the pair whose last
+    /// pod the change took (`Index::parting`); `gone`: that pod as it was, kept when it left
+    /// an eligible node with no pod.
+    fn refresh_touched(
+        &mut self,
+        touched: impl IntoIterator<Item = (Str, Str)>,
+        parting: Option<Parting>,
+        gone: Option<Box<Pod>>,
+    ) {
         let since = self.since();
-        let mut parting = parting;
+        let (mut parting, mut gone) = (parting, gone);
         for (owner, node) in touched {
-            let verdict = parting.take_if(|p| p.owner == owner && p.node == node).map(|p| p.verdict);
-            if let Some(state) = self.state.get_mut(&owner)
-                && state.refresh(&node, self.nodes.objects.contains_key(&node), since, verdict)
-            {
-                self.loss_started(since);
-            }
+            let leaves = parting.take_if(|p| p.owner == owner && p.node == node).map(|p| p.leaves);
+            let verdict = match (leaves, self.state.get_mut(&owner)) {
+                // The pod left and nothing replaced it.
+                (Some(leaves), Some(state)) if !state.claimed.contains_key(&node) => {
+                    // The episode's pod is gone either way: explained now, or never.
+                    state.flapped.remove(&node);
+                    match leaves {
+                        Leaves::ForSkip(verdict) => Some(verdict),
+                        Leaves::Eligible => {
+                            state.departed.extend(gone.take().map(|pod| (node.clone(), pod)));
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            self.refresh_pair(&owner, &node, since, verdict);
         }
+    }
+
+    /// Refresh one (DaemonSet, node) pair. `verdict`: the change took the pair's last pod
+    /// for a skip. Without one, a node that turned out skipped after its pod went is a loss
+    /// with the verdict that pod has there now.
+    fn refresh_pair(&mut self, owner: &Str, node: &Str, since: Since, verdict: Option<Verdict>) {
+        let verdict = verdict.or_else(|| self.departed_verdict(owner, node));
+        let node_exists = self.nodes.objects.contains_key(node);
+        if let Some(state) = self.state.get_mut(owner)
+            && state.refresh(node, node_exists, since, verdict)
+        {
+            self.loss_started(since);
+        }
+    }
+
+    /// The verdict of the pod that left `node` while it was eligible, now that the
+    /// DaemonSet skips the node and still has no pod there.
+    fn departed_verdict(&self, owner: &Str, node: &Str) -> Option<Verdict> {
+        let (pod, skip) = self.state.get(owner)?.departed_into_skip(node)?;
+        let ds = self.daemonsets.objects.get(owner).filter(|ds| ds.is_synced_by_controller())?;
+        let classification = self.classify(ds, skip, self.nodes.objects.get(node)?, pod);
+        Some(Verdict::of(classification, pod.deletion.as_deref().map(|d| d.requested_at())))
     }
 
     /// A loss was recorded at `since`: it is due to be forgotten after the retention.
@@ -249,9 +288,17 @@ impl Index {
     }
 }
 
-/// The last pod of a misscheduled (DaemonSet, node) pair, about to go or move.
+/// The last pod of a (DaemonSet, node) pair, about to go or move.
 struct Parting {
     owner: Str,
     node: Str,
-    verdict: Verdict,
+    leaves: Leaves,
+}
+
+/// What the last pod of a pair leaves behind, as far as the index can tell yet.
+enum Leaves {
+    /// The controller took it for a skip: a loss with this verdict, unless a pod replaces it.
+    ForSkip(Verdict),
+    /// It leaves a node the DaemonSet should run on, as far as the index knows.
+    Eligible,
 }

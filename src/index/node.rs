@@ -1,6 +1,7 @@
 //! Nodes, cached by name: an event carries over who changed what, and re-evaluates that
 //! node for every DaemonSet.
 
+use super::coverage::{Flap, Verdict};
 use super::{Index, Indexed, Resource, Store, Stored};
 use crate::k8s::convert::{self, ConvertError};
 use crate::k8s::slim::SlimNode;
@@ -36,12 +37,26 @@ impl Stored for Node {
         }
         index.generation += 1;
         let since = index.since();
+        let flaps = index.flaps(&node);
+        let mut departed = Vec::new();
         for (uid, ds) in &index.daemonsets.objects {
             let state = index.state.entry(uid.clone()).or_default();
             state.set_skip(&node.name, should_run(&node, &ds.template));
             state.refresh(&node.name, true, since, None);
+            if state.departed.contains_key(&node.name) {
+                departed.push(uid.clone());
+            }
         }
-        index.nodes.objects.insert(node.name.clone(), node);
+        for (uid, flap) in flaps {
+            if let Some(state) = index.state.get_mut(&uid) {
+                state.flapped.insert(node.name.clone(), flap);
+            }
+        }
+        let name = node.name.clone();
+        index.nodes.objects.insert(name.clone(), node);
+        for uid in departed {
+            index.refresh_pair(&uid, &name, since, None);
+        }
     }
 
     fn remove(index: &mut Index, name: &Str) {
@@ -52,6 +67,32 @@ impl Stored for Node {
             state.set_skip(&node.name, None);
             state.refresh(&node.name, false, since, None);
         }
+    }
+}
+
+impl Index {
+    /// The misscheduled episodes `new` ends while their pod stays, for skips the controller
+    /// deletes for: the pod may be gone already, on a pod stream behind this one
+    /// (`coverage::Flap`). Read before `new` replaces the node, for the verdict it had.
+    fn flaps(&self, new: &Node) -> Vec<(Str, Flap)> {
+        let Some(old) = self.nodes.objects.get(&new.name) else { return Vec::new() };
+        let mut flaps = Vec::new();
+        for (uid, ds) in &self.daemonsets.objects {
+            let Some(state) = self.state.get(uid) else { continue };
+            let (Some(since), Some(skip)) = (state.misscheduled.get(&new.name), state.skips.get(&new.name)) else {
+                continue;
+            };
+            let pods = state.claimed.get(&new.name).map(|pods| pods.as_slice()).unwrap_or_default();
+            let ([pod], false) = (pods, skip.should_continue_running()) else { continue };
+            let Some(pod) = self.pods.objects.get(pod) else { continue };
+            if should_run(new, &ds.template).is_some() {
+                continue;
+            }
+            let classification = self.classify(ds, skip, old, pod);
+            let verdict = Verdict::of(classification, pod.deletion.as_deref().map(|d| d.requested_at()));
+            flaps.push((uid.clone(), Flap { pod: pod.uid.clone(), verdict, from: since.at, to: self.now }));
+        }
+        flaps
     }
 }
 

@@ -2,7 +2,7 @@
 //! adopts it) on its target node, and refreshes only that (DaemonSet, node).
 
 use super::coverage::Verdict;
-use super::{Index, Indexed, Parting, Resource, Store, Stored};
+use super::{Index, Indexed, Leaves, Parting, Resource, Store, Stored};
 use crate::k8s::convert::{self, ConvertError};
 use crate::k8s::slim::SlimPod;
 use crate::model::interner::Interner;
@@ -37,7 +37,10 @@ impl Stored for Pod {
         // Unclaim and claim before refreshing, so that an update that keeps the
         // pod where it was does not reset when its node became misscheduled.
         let touched = [old.as_ref().and_then(|o| index.unclaim(o)), index.claim(&pod)];
-        index.refresh_touched(touched.into_iter().flatten(), parting);
+        // Only a pod on its way out (terminal and deleted) departs; one that changed hands
+        // or labels is still there.
+        let gone = old.filter(|_| !pod.counts_for_status());
+        index.refresh_touched(touched.into_iter().flatten(), parting, gone);
         index.pods.objects.insert(pod.uid.clone(), pod);
     }
 
@@ -47,7 +50,7 @@ impl Stored for Pod {
         index.contested.remove(uid);
         let parting = index.parting(&pod);
         let touched = index.unclaim(&pod);
-        index.refresh_touched(touched, parting);
+        index.refresh_touched(touched, parting, Some(pod));
     }
 }
 
@@ -88,15 +91,14 @@ impl Index {
         Some((claimant, node.clone()))
     }
 
-    /// When `pod` is the only counted pod of a misscheduled pair: the pair, and the verdict
-    /// the pod has there. Taken before the pod goes or changes: a loss keeps that verdict.
+    /// When `pod` is the only counted pod of its pair: the pair, and what the pod leaves
+    /// there if it goes. Taken before the pod goes or changes: a loss keeps the verdict the
+    /// pod had as a misscheduled pod, or the one of the episode that explains its delete.
     pub(super) fn parting(&self, pod: &Pod) -> Option<Parting> {
         let owner = pod.controller_uid.as_ref().or_else(|| self.adopted_by.get(&pod.uid))?;
         let node = pod.target_node.as_ref()?;
         let state = self.state.get(owner)?;
-        if !state.misscheduled.contains_key(node)
-            || state.claimed.get(node)?.as_slice() != std::slice::from_ref(&pod.uid)
-        {
+        if state.claimed.get(node)?.as_slice() != std::slice::from_ref(&pod.uid) {
             return None;
         }
         let ds = self.daemonsets.objects.get(owner)?;
@@ -104,9 +106,16 @@ impl Index {
         if !ds.is_synced_by_controller() {
             return None;
         }
-        let classification = self.classify(ds, state.skips.get(node)?, self.nodes.objects.get(node)?, pod);
-        let verdict = Verdict::of(classification, pod.deletion.as_deref().map(|d| d.requested_at()));
-        Some(Parting { owner: owner.clone(), node: node.clone(), verdict })
+        let requested = pod.deletion.as_deref().map(|d| d.requested_at());
+        let leaves = if state.misscheduled.contains_key(node) {
+            let classification = self.classify(ds, state.skips.get(node)?, self.nodes.objects.get(node)?, pod);
+            Leaves::ForSkip(Verdict::of(classification, requested))
+        } else if let Some(flap) = state.flapped.get(node).filter(|flap| flap.explains(&pod.uid, requested)) {
+            Leaves::ForSkip(Verdict { deletion_requested: requested, ..flap.verdict.clone() })
+        } else {
+            Leaves::Eligible
+        };
+        Some(Parting { owner: owner.clone(), node: node.clone(), leaves })
     }
 
     /// Undoes `claim`; returns the (DaemonSet, node) whose claim set shrank.
