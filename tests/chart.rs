@@ -531,10 +531,7 @@ fn service_monitor_and_rule_knobs_kube_prometheus_stack_users_set() {
 fn events_grant_writing_events_only_when_enabled() {
     let files = render(json!({"events": {"enabled": true}}));
     let rules = files["clusterrole.yaml"].1["rules"].as_array().unwrap().clone();
-    assert_eq!(
-        rules[2..],
-        [json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "get", "patch"]})]
-    );
+    assert_eq!(rules[2..], [json!({"apiGroups": [""], "resources": ["events"], "verbs": ["create", "get", "patch"]})]);
     let container = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0];
     assert!(container["args"].as_array().unwrap().iter().any(|a| a == "--events"));
     // The Events name the replica that wrote them.

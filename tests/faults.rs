@@ -174,7 +174,7 @@ async fn rbac_denied_watch_backs_off_and_recovers_when_granted() {
     let logged = std::fs::read_to_string(&log).unwrap();
     let denied: Vec<_> = logged.lines().filter(|l| l.contains("cannot write Events")).collect();
     assert_eq!(denied.len(), 1, "one log line, not one per Event: {denied:?}");
-    assert!(denied[0].contains("RBAC") && denied[0].contains("events.k8s.io"), "unclear: {}", denied[0]);
+    assert!(denied[0].contains("RBAC") && denied[0].contains("core events"), "unclear: {}", denied[0]);
 }
 
 fn taint(key: &str, value: &str, effect: &str) -> Value {

@@ -1,5 +1,10 @@
-//! `--events`: an Event (events.k8s.io/v1) regarding the DaemonSet for each new notice, so
-//! `kubectl describe daemonset` answers the question.
+//! `--events`: an Event regarding the DaemonSet for each new notice, so `kubectl describe
+//! daemonset` answers the question.
+//!
+//! Written through core/v1 with both clocks: `eventTime` and the series for events.k8s.io
+//! readers, `firstTimestamp`, `lastTimestamp` and `count` for core/v1 ones, which is what
+//! `kubectl describe` sorts by (an Event without them is listed before all others).
+//! events.k8s.io/v1 refuses the deprecated fields on create, so it cannot carry both.
 //!
 //! Warning for what needs someone, Normal for what the fix calls expected (a drain, a
 //! DaemonSet change) and for a recovery: a pod that may run on its node again, a lost node
@@ -16,9 +21,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::api::events::v1::{Event, EventSeries};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::api::core::v1::{Event, EventSeries, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -144,7 +148,7 @@ impl Sender {
         let result = self.writer.write(notice, ended_ms).await;
         if result == KubeEventResult::Forbidden && !self.denied_reported {
             tracing::error!(
-                "cannot write Events (RBAC forbids create on events.k8s.io events); --events needs it, \
+                "cannot write Events (RBAC forbids create on core events); --events needs it, \
                  e.g. the chart's events.enabled. The exporter keeps serving; no Event is tried again \
                  for what is known now"
             );
@@ -192,17 +196,21 @@ impl Writer {
         let event = Event {
             metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
             event_time: Some(now.clone()),
+            first_timestamp: Some(Time(now.0)),
+            last_timestamp: Some(Time(now.0)),
+            count: Some(1),
             type_: Some(notice.event_type().into()),
             reason: Some(notice.kind.reason().into()),
             action: Some(notice.action().into()),
-            note: Some(notice.note()),
-            regarding: Some(reference("apps/v1", "DaemonSet", &notice.regarding)),
+            message: Some(notice.note()),
+            involved_object: reference("apps/v1", "DaemonSet", &notice.regarding),
             related: Some(match &notice.related {
                 Some(pod) => reference("v1", "Pod", pod),
                 None => node_reference(&notice.node),
             }),
-            reporting_controller: Some(CONTROLLER.into()),
+            reporting_component: Some(CONTROLLER.into()),
             reporting_instance: Some(self.instance.clone()),
+            source: Some(EventSource { component: Some(CONTROLLER.into()), host: None }),
             ..Event::default()
         };
         let result = match events.create(&PostParams::default(), &event).await {
@@ -228,12 +236,18 @@ async fn repeat(
     now: MicroTime,
 ) -> Result<KubeEventResult, kube::Error> {
     let existing = events.get(name).await?;
-    let last_seen = existing.series.as_ref().map(|s| &s.last_observed_time).or(existing.event_time.as_ref());
+    let last_seen =
+        existing.series.as_ref().and_then(|s| s.last_observed_time.as_ref()).or(existing.event_time.as_ref());
     if last_seen.is_some_and(|t| t.0.as_millisecond() >= ended_ms) {
         return Ok(KubeEventResult::Exists);
     }
-    let series = EventSeries { count: existing.series.as_ref().map_or(2, |s| s.count + 1), last_observed_time: now };
-    let patch = json!({"metadata": {"resourceVersion": existing.metadata.resource_version}, "series": series});
+    let count = existing.series.as_ref().and_then(|s| s.count).map_or(2, |n| n + 1);
+    let patch = json!({
+        "metadata": {"resourceVersion": existing.metadata.resource_version},
+        "lastTimestamp": Time(now.0),
+        "count": count,
+        "series": EventSeries { count: Some(count), last_observed_time: Some(now) },
+    });
     match events.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
         Ok(_) => Ok(KubeEventResult::Sent),
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(KubeEventResult::Exists),

@@ -353,7 +353,7 @@ pub async fn grant_events(admin: &Cluster) {
         admin,
         serde_json::from_value(json!({
             "metadata": {"name": "misschedule-exporter-events"},
-            "rules": [{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "get", "patch"]}]
+            "rules": [{"apiGroups": [""], "resources": ["events"], "verbs": ["create", "get", "patch"]}]
         }))
         .unwrap(),
     )
