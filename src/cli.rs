@@ -93,8 +93,9 @@ impl Classification {
 pub enum Exit {
     /// Done: served until a signal, or answered.
     Success,
-    /// `kubectl misschedule --exit-code`: some pod is misscheduled.
-    Misscheduled,
+    /// `kubectl misschedule --exit-code`: something needs action (a misscheduled pod or a
+    /// lost node whose reason is not an expected one).
+    NeedsAction,
     /// `kubectl misschedule what-if --exit-code`: some pod would be deleted or misscheduled.
     WouldDisrupt,
     /// An unexpected failure at run time.
@@ -113,7 +114,7 @@ impl Exit {
     pub fn code(self) -> u8 {
         match self {
             Exit::Success => 0,
-            Exit::Misscheduled | Exit::WouldDisrupt | Exit::Runtime => 1,
+            Exit::NeedsAction | Exit::WouldDisrupt | Exit::Runtime => 1,
             Exit::Config => 3,
             Exit::Unreachable => 4,
             Exit::Snapshot => 5,
@@ -252,7 +253,7 @@ mod tests {
     fn exit_codes_are_the_documented_ones() {
         let codes = [
             Exit::Success,
-            Exit::Misscheduled,
+            Exit::NeedsAction,
             Exit::Runtime,
             Exit::Config,
             Exit::Unreachable,

@@ -501,6 +501,12 @@ async fn await_kube_event(
                 && words.iter().all(|w| e.note.as_deref().unwrap_or_default().contains(w))
         });
         if let Some(event) = found {
+            // core/v1 readers (`kubectl describe`, `--sort-by=.lastTimestamp`) order by these.
+            let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(admin.client.clone(), NS);
+            let name = event.metadata.name.as_deref().unwrap();
+            let seen = core.get(name).await.unwrap();
+            assert!(seen.first_timestamp.is_some() && seen.last_timestamp.is_some(), "{name}: no first/lastTimestamp");
+            assert!(seen.count.is_some_and(|n| n >= 1), "{name}: no count");
             return event.clone();
         }
         let notes: Vec<_> = of_reason.iter().map(|e| e.note.clone()).collect();
@@ -666,6 +672,13 @@ fn plugin_sees_the_loss_only_through_the_exporter(kubeconfig: &str) {
     let hint =
         format!("An exporter runs in this cluster: kubectl misschedule --from-exporter {NS}/misschedule-exporter\n");
     assert!(table.ends_with(&hint), "{table}");
+    // A lost node needs action: --exit-code says so, through the exporter.
+    let out = run(&["-n", NS, "--exit-code", "--from-exporter", &format!("{NS}/misschedule-exporter")]);
+    assert_eq!(out.status.code(), Some(1), "--exit-code with a lost node: {}", String::from_utf8_lossy(&out.stdout));
+    // A namespace typo is not an empty namespace: the caller's credentials can tell.
+    let out = run(&["-n", "monitorng", "--from-exporter", &format!("{NS}/misschedule-exporter")]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "error: namespaces \"monitorng\" not found\n");
     let out = run(&["--from-exporter", &format!("{NS}/nothing-here")]);
     assert_eq!(out.status.code(), Some(3), "a Service that is not there is bad input");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -428,3 +428,26 @@ fn a_pod_deleted_long_after_its_episode_ended_is_no_loss() {
     delete(&mut index, deleting);
     assert_eq!(lost(&index), (vec![loss("n1", "nfd_change", GPU, NOW)], vec![count("nfd_change", GPU, 1)]));
 }
+
+#[test]
+fn a_misscheduled_pod_being_deleted_says_its_node_is_about_to_lose_the_agent() {
+    use misschedule_exporter::report::explain::{Selection, explain};
+    use misschedule_exporter::report::scope::Origin;
+    let (mut index, p1, _) = gpu_cluster();
+    apply(&mut index, gpu_node("n1", false));
+    let fix = |index: &Index| {
+        let answer = explain(index, &Selection::default(), &Origin::watched("test", vec![]), NOW);
+        answer.misscheduled.iter().map(|r| r.fix.clone()).collect::<Vec<_>>()
+    };
+    let before = fix(&index);
+    assert!(before[0].starts_with("node-feature-discovery no longer reports"), "{before:?}");
+    apply(&mut index, deleted_at(p1, "2026-06-01T00:00:30Z"));
+    let deleting = fix(&index);
+    assert_eq!(
+        deleting,
+        [format!(
+            "the pod is being deleted: n1 is about to lose its agent (then listed under lost nodes); {}",
+            before[0]
+        )]
+    );
+}

@@ -77,6 +77,13 @@ impl Explanation {
             || self.lost.iter().any(|r| unknown(&r.reason, &r.manager))
     }
 
+    /// Something needs someone: a misscheduled pod or a lost node whose reason is not an
+    /// expected one (a drain, a DaemonSet change). What `--exit-code` fails on.
+    pub fn needs_action(&self) -> bool {
+        let acts = |reason: &str| Reason::from_name(reason).is_none_or(|r| !r.expected());
+        self.misscheduled.iter().any(|r| acts(&r.reason)) || self.lost.iter().any(|r| acts(&r.reason))
+    }
+
     /// What is said when no pod is misscheduled: what was checked, and never an all-clear
     /// while nodes are lost.
     pub fn nothing_misscheduled(&self) -> String {
@@ -128,7 +135,11 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
                 pod: p.pod.id.name.to_string(),
                 node: p.node.to_string(),
                 reason: reason.as_str().to_owned(),
-                fix: fix_for(p.pod.controller_uid.is_none(), reason, &key, p.node),
+                fix: being_deleted(
+                    p.pod.deletion.is_some(),
+                    p.node,
+                    fix_for(p.pod.controller_uid.is_none(), reason, &key, p.node),
+                ),
                 key,
                 manager: p.classification.manager.as_deref().unwrap_or_default().to_owned(),
                 since: rfc3339(p.since),
@@ -186,6 +197,15 @@ pub fn fix_for(orphan: bool, reason: Reason, key: &str, node: &str) -> String {
     format!(
         "orphan pod (no controller): the DaemonSet controller will adopt it at its next sync, which is why it counts; {fix}"
     )
+}
+
+/// A misscheduled pod already being deleted (by the controller, for a skip it deletes for,
+/// or by a drain's eviction): say so first, since the node is about to lose its agent.
+fn being_deleted(deleting: bool, node: &str, fix: String) -> String {
+    if !deleting {
+        return fix;
+    }
+    format!("the pod is being deleted: {node} is about to lose its agent (then listed under lost nodes); {fix}")
 }
 
 /// One line an operator can act on.
@@ -275,6 +295,19 @@ pub(crate) mod tests {
         // An older exporter's answer has no `lost`.
         let old: Explanation = serde_json::from_str(r#"{"misscheduled": [], "ineligible": []}"#).unwrap();
         assert!(old.lost.is_empty());
+    }
+
+    #[test]
+    fn lost_nodes_need_action_and_expected_reasons_do_not() {
+        assert!(!of(vec![]).needs_action());
+        assert!(of(vec![row("a", 5)]).needs_action(), "a taint someone added");
+        let drain = PodRow { reason: "autoscaler_drain".into(), ..row("a", 5) };
+        assert!(!of(vec![drain.clone()]).needs_action(), "a drain runs its course");
+        assert!(Explanation { lost: vec![lost_row(5)], ..of(vec![drain]) }.needs_action(), "a node without its agent");
+        let rollout = LostRow { reason: "daemonset_changed".into(), ..lost_row(5) };
+        assert!(!Explanation { lost: vec![rollout], ..of(vec![]) }.needs_action());
+        let newer = PodRow { reason: "a_reason_from_a_newer_exporter".into(), ..row("a", 5) };
+        assert!(of(vec![newer]).needs_action(), "unknown is not expected");
     }
 
     #[test]

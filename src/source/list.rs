@@ -60,7 +60,7 @@ pub async fn list_into(
 
 /// A namespace that is not there is an error; one this client may not read is given the
 /// benefit of the doubt (the lists that follow say what they find).
-async fn check_namespace(client: &Client, name: &str) -> Result<(), ListError> {
+pub async fn check_namespace(client: &Client, name: &str) -> Result<(), ListError> {
     match Api::<Namespace>::all(client.clone()).get_opt(name).await {
         Ok(None) => Err(ListError::NoNamespace(name.to_owned())),
         Ok(Some(_)) | Err(_) => Ok(()),

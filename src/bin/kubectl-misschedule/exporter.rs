@@ -8,9 +8,9 @@ use anyhow::anyhow;
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Service;
 use kube::core::Status;
-use misschedule_exporter::cli::Exit;
+use misschedule_exporter::cli::{self, Exit};
 use misschedule_exporter::report::explain::{Explanation, Selection};
-use misschedule_exporter::source::advice;
+use misschedule_exporter::source::{advice, list};
 
 use crate::Failure;
 
@@ -79,6 +79,11 @@ impl ExporterService {
 
     /// The exporter's answer for `selection`, naming it as the source.
     pub async fn explain(&self, client: &kube::Client, selection: &Selection) -> Result<Explanation, Failure> {
+        // The exporter knows DaemonSets, not namespaces: a typo would read as an empty
+        // namespace. The caller's own credentials can tell.
+        if let Some(namespace) = selection.namespace() {
+            list::check_namespace(client, namespace).await.map_err(cli::list_failure)?;
+        }
         let service = self.with_port(client).await?;
         let path =
             format!("/api/v1/namespaces/{}/services/{service}/proxy/explain?{}", self.namespace, selection.to_query());

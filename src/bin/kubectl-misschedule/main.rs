@@ -43,8 +43,9 @@ struct Cli {
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table, global = true)]
     output: Output,
 
-    /// Exit with 1 when any pod is misscheduled (what-if: would be deleted or
-    /// misscheduled), for scripts and pre-merge checks.
+    /// Exit with 1 when something needs action: a misscheduled pod or a lost node, unless
+    /// its reason is an expected one (a drain, a DaemonSet change). what-if: when a pod
+    /// would be deleted or misscheduled. For scripts and pre-merge checks.
     #[arg(long, global = true)]
     exit_code: bool,
 
@@ -230,10 +231,10 @@ fn fresh_index(cli: &Cli, namespace: Option<&str>) -> Index {
     index
 }
 
-/// Print the answer; with `--exit-code`, exit 1 when some pod is misscheduled.
+/// Print the answer; with `--exit-code`, exit 1 when something needs action.
 fn answer(cli: &Cli, explanation: &Explanation) -> Result<Exit, Failure> {
     print!("{}", text::print(explanation, cli.output).map_err(|e| (Exit::Runtime, e.into()))?);
-    Ok(if cli.exit_code && !explanation.misscheduled.is_empty() { Exit::Misscheduled } else { Exit::Success })
+    Ok(if cli.exit_code && explanation.needs_action() { Exit::NeedsAction } else { Exit::Success })
 }
 
 /// What `--watch` prints: each new answer (ages alone do not make one). On a terminal it
