@@ -226,7 +226,7 @@ async fn run(cli: Cli) -> Outcome {
             ..watch::WatchConfig::new(source.namespace.clone(), source.classification.pod_selector.clone())
         };
         watches = Some(watch::spawn_all(client, &config, shared.clone(), telemetry.clone()));
-        (shared, Origin::watched(format!("cluster {server}"), source.namespace.clone()))
+        (shared, Origin::watched(format!("cluster {server}"), source.namespace.clone()).since(unix_now()))
     } else {
         let snapshot = Snapshot::read_files(&source.snapshot).or_exit(Exit::Snapshot)?;
         let origin = Origin::read_once(format!("snapshot {}", snapshot.files()), source.namespace.clone());

@@ -183,6 +183,7 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
         as_of: rfc3339(now),
         warnings: Vec::new(),
         read_once: origin.read_once,
+        watching_since: origin.watching_since.map(rfc3339),
     });
     out
 }

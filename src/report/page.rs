@@ -56,7 +56,7 @@ fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'
             Escaped(&looked_at.scope()),
             plural(looked_at.daemonsets, "DaemonSet"),
             plural(looked_at.nodes, "node"),
-            Escaped(&looked_at.source),
+            Escaped(&looked_at.source_line()),
         )?;
         if looked_at.namespace.is_some() || looked_at.daemonset.is_some() {
             out.push_str("<p>Showing only part of what was read. <a href=\"?\">Show all</a></p>\n");
@@ -222,6 +222,7 @@ mod tests {
             as_of: "2026-11-25T03:00:00Z".into(),
             warnings: vec![],
             read_once: false,
+            watching_since: Some("2026-11-25T02:00:00Z".into()),
         }
     }
 
@@ -261,7 +262,7 @@ mod tests {
         };
         let page = render_page(&explanation, &READY);
         for text in [
-            "As of <time>2026-11-25T03:00:00Z</time>, in any namespace: 2 DaemonSets on 5 nodes, from cluster https://k8s:6443.",
+            "As of <time>2026-11-25T03:00:00Z</time>, in any namespace: 2 DaemonSets on 5 nodes, from cluster https://k8s:6443, watched since 2026-11-25T02:00:00Z.",
             "<meta http-equiv=\"refresh\" content=\"30\">",
             "<h2 class=\"action\">Needs action: 1 misscheduled daemon pod</h2>",
             "<h2 class=\"expected\">Expected: 1 misscheduled daemon pod</h2>",

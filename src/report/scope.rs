@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::Timestamp;
+
 /// Which DaemonSets an explanation covers: the `/explain` and `/` query, and the
 /// `explain` and `kubectl misschedule` flags, which send it as that query to an exporter.
 /// Unknown query parameters are refused, so a typo is not read as "all".
@@ -52,12 +54,19 @@ pub struct Origin {
     /// Read once (a list, a snapshot) rather than watched: the nodes a DaemonSet lost are
     /// unknown to it, since a pod the controller deleted leaves nothing to read.
     pub read_once: bool,
+    /// When the watch began: what happened before is unknown to it (a node lost then).
+    pub watching_since: Option<Timestamp>,
 }
 
 impl Origin {
     /// A source watched as it changes: an exporter, `kubectl misschedule --watch`.
     pub fn watched(source: impl Into<String>, namespaces: Vec<String>) -> Self {
-        Self { source: source.into(), namespaces, read_once: false }
+        Self { source: source.into(), namespaces, read_once: false, watching_since: None }
+    }
+
+    /// The watch began at `at`.
+    pub fn since(self, at: Timestamp) -> Self {
+        Self { watching_since: Some(at), ..self }
     }
 
     /// A source read once: a one-shot list, a snapshot.
@@ -121,6 +130,10 @@ pub struct LookedAt {
     /// last known state), in one line.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// When the watching source began to watch, RFC 3339: a node lost before then, or
+    /// while an exporter was restarting, is not in the answer. None when read once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watching_since: Option<String>,
     /// The source was read once, so lost nodes are unknown to it ([`Origin::read_once`]).
     /// Said in the tables and on the page; the JSON shape stays as it is, and its `source`
     /// (`cluster …` from a one-shot command, `snapshot …`) tells the same.
@@ -169,19 +182,27 @@ impl LookedAt {
         ))
     }
 
+    /// The source, and since when it has watched: `cluster https://…, watched since …`.
+    pub fn source_line(&self) -> String {
+        match &self.watching_since {
+            Some(since) => format!("{}, watched since {since}", self.source),
+            None => self.source.clone(),
+        }
+    }
+
     /// What an empty answer says, naming what it looked at:
     /// `No misscheduled daemon pods in namespace default: 2 DaemonSets on 5 nodes checked
     /// (cluster https://…). 3 are misscheduled in other namespaces: use -A.`
     pub fn all_clear(&self) -> String {
         let scope = self.scope();
         let mut line = if self.daemonsets == 0 {
-            format!("No DaemonSets {scope} ({}).", self.source)
+            format!("No DaemonSets {scope} ({}).", self.source_line())
         } else {
             format!(
                 "No misscheduled daemon pods {scope}: {} on {} checked ({}).",
                 plural(self.daemonsets, "DaemonSet"),
                 plural(self.nodes, "node"),
-                self.source
+                self.source_line()
             )
         };
         if let Some(elsewhere @ 1..) = self.misscheduled_elsewhere {
@@ -216,7 +237,21 @@ mod tests {
             as_of: "2026-11-25T00:00:00Z".into(),
             warnings: vec![],
             read_once: false,
+            watching_since: None,
         }
+    }
+
+    #[test]
+    fn a_watched_answer_says_since_when() {
+        let watched = LookedAt { watching_since: Some("2026-11-25T00:00:00Z".into()), ..looked_at(None, None, 2) };
+        assert_eq!(
+            watched.all_clear(),
+            "No misscheduled daemon pods in any namespace: 2 DaemonSets on 5 nodes checked \
+             (cluster https://k8s:6443, watched since 2026-11-25T00:00:00Z).\n"
+        );
+        let json = serde_json::to_value(&watched).unwrap();
+        assert_eq!(json["watching_since"], "2026-11-25T00:00:00Z");
+        assert!(serde_json::to_value(looked_at(None, None, 2)).unwrap().get("watching_since").is_none());
     }
 
     #[test]

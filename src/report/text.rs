@@ -112,7 +112,11 @@ fn render(explanation: &Explanation, wide: bool) -> String {
         }
     }
     if !explanation.lost.is_empty() {
-        out.push_str("\nLost nodes (the controller deleted the daemon pod; the DaemonSet no longer covers them):\n");
+        let since = explanation.looked_at.as_ref().and_then(|l| l.watching_since.as_deref());
+        let since = since.map(|t| format!(", seen since {t}")).unwrap_or_default();
+        out.push_str(&format!(
+            "\nLost nodes (the controller deleted the daemon pod; the DaemonSet no longer covers them{since}):\n"
+        ));
         let row = |r: &LostRow| {
             [
                 r.namespace.clone(),

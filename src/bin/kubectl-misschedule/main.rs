@@ -191,7 +191,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         .map_err(cli::list_failure)?
         .explain(&selection, unix_now())
         .map_err(|e| (Exit::Config, e.into()))?;
-    let origin = Origin::watched(format!("cluster {server}"), namespaces.clone());
+    let origin = Origin::watched(format!("cluster {server}"), namespaces.clone()).since(unix_now());
     let shared = Arc::new(Shared::new(index));
     let config = watch::WatchConfig::new(namespaces, cli.classification.pod_selector.clone());
     let _watches = watch::spawn_all(client, &config, shared.clone(), Arc::new(Telemetry::default()));
