@@ -339,6 +339,37 @@ proptest! {
     }
 }
 
+/// Ready and PodScheduled as the kubelet and the scheduler write them: what a pod's health
+/// is read from.
+fn pod_conditions(i: usize) -> serde_json::Value {
+    let at = |t: &str| format!("2026-01-01T00:0{t}:00Z");
+    match i {
+        0 => json!(null),
+        1 => json!([{"type": "PodScheduled", "status": "True", "lastTransitionTime": at("1")},
+                    {"type": "Ready", "status": "True", "lastTransitionTime": at("2")}]),
+        2 => json!([{"type": "PodScheduled", "status": "True", "lastTransitionTime": at("1")},
+                    {"type": "Ready", "status": "True", "lastTransitionTime": at("3")}]),
+        3 => {
+            json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": at("1"),
+                     "message": "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."}])
+        }
+        _ => json!([{"type": "PodScheduled", "status": "True", "lastTransitionTime": at("1")},
+                    {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": at("4")}]),
+    }
+}
+
+fn container_statuses(i: usize) -> serde_json::Value {
+    let waiting = |reason: &str| json!({"waiting": {"reason": reason, "message": "m"}});
+    match i {
+        0 => json!(null),
+        1 => json!([{"name": "c", "image": "x:1", "ready": true, "state": {"running": {}}}]),
+        2 => json!([{"name": "c", "image": "x:1", "ready": false, "state": waiting("ImagePullBackOff")}]),
+        3 => json!([{"name": "c", "image": "x:1", "ready": false, "state": waiting("CrashLoopBackOff"),
+                     "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}]),
+        _ => json!([{"name": "c", "image": "x:1", "ready": false, "state": waiting("ContainerCreating")}]),
+    }
+}
+
 /// A daemon pod drawn from a small vocabulary, so that two draws often differ in just
 /// one field the conversion reads (or in none).
 fn daemon_pod_json() -> impl Strategy<Value = serde_json::Value> {
@@ -347,8 +378,9 @@ fn daemon_pod_json() -> impl Strategy<Value = serde_json::Value> {
         (0..4usize, 0..4usize, 0..6usize),
         (proptest::collection::vec((0..5usize, 0..5usize, 0..2usize, 0..4usize), 0..3), any::<bool>()),
         (0..3usize, 0..3usize, 0..3usize, 0..5usize),
+        (0..5usize, 0..5usize),
     )
-        .prop_map(|((uid, name, ns, owner), (labels, node_name, affinity), (tolerations, host_network), (selector, created, deletion, phase))| {
+        .prop_map(|((uid, name, ns, owner), (labels, node_name, affinity), (tolerations, host_network), (selector, created, deletion, phase), (conditions, containers))| {
             let uid = [json!(null), json!(""), json!("u1"), json!("u2")][uid].clone();
             let owner_refs = match owner {
                 0 => json!(null),
@@ -394,7 +426,8 @@ fn daemon_pod_json() -> impl Strategy<Value = serde_json::Value> {
                              "deletionTimestamp": deleted, "deletionGracePeriodSeconds": grace},
                 "spec": {"nodeName": node_name, "affinity": affinity, "tolerations": tolerations,
                          "nodeSelector": selector, "hostNetwork": host_network},
-                "status": {"phase": ([json!(null), json!("Running"), json!("Failed"), json!("Succeeded"), json!("Pending")][phase].clone())}
+                "status": {"phase": ([json!(null), json!("Running"), json!("Failed"), json!("Succeeded"), json!("Pending")][phase].clone()),
+                           "conditions": pod_conditions(conditions), "containerStatuses": container_statuses(containers)}
             })
         })
 }
@@ -533,7 +566,7 @@ const NODE_FIELDS: [&str; 5] =
     ["/metadata/name", "/metadata/labels", "/metadata/annotations", "/spec/taints", "/status/conditions"];
 
 /// Every field `daemon_pod_json` sets.
-const FIELDS: [&str; 14] = [
+const FIELDS: [&str; 16] = [
     "/metadata/uid",
     "/metadata/name",
     "/metadata/namespace",
@@ -548,4 +581,6 @@ const FIELDS: [&str; 14] = [
     "/spec/nodeSelector",
     "/spec/hostNetwork",
     "/status/phase",
+    "/status/conditions",
+    "/status/containerStatuses",
 ];

@@ -142,7 +142,7 @@ fn difference(before: &Index, after: &Index, touched: &[String]) -> (Rows, BTree
                 }
                 continue;
             }
-            for pod in pods.iter().filter(|p| p.deletion.is_none()) {
+            for pod in pods.iter().filter(|p| p.deletion().is_none()) {
                 let Some(e) = effect(fit_before, fit_after, true) else { continue };
                 let (reason, key) = match e {
                     Effect::Recover => {

@@ -278,7 +278,7 @@ impl Index {
         let (pod, skip) = self.state.get(owner)?.departed_into_skip(node)?;
         let ds = self.daemonsets.objects.get(owner).filter(|ds| ds.is_synced_by_controller())?;
         let classification = self.classify(ds, skip, self.nodes.objects.get(node)?, pod);
-        Some(Verdict::of(classification, pod.deletion.as_deref().map(|d| d.requested_at())))
+        Some(Verdict::of(classification, pod.deletion().map(|d| d.requested_at())))
     }
 
     /// A loss was recorded at `since`: it is due to be forgotten after the retention.

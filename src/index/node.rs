@@ -89,7 +89,7 @@ impl Index {
                 continue;
             }
             let classification = self.classify(ds, skip, old, pod);
-            let verdict = Verdict::of(classification, pod.deletion.as_deref().map(|d| d.requested_at()));
+            let verdict = Verdict::of(classification, pod.deletion().map(|d| d.requested_at()));
             flaps.push((uid.clone(), Flap { pod: pod.uid.clone(), verdict, from: since.at, to: self.now }));
         }
         flaps

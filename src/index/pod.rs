@@ -77,7 +77,7 @@ impl Index {
                 owner.clone()
             }
             // Terminating orphans are never adopted.
-            None if pod.deletion.is_some() => return None,
+            None if pod.deletion().is_some() => return None,
             None => {
                 self.orphans.entry(pod.id.namespace.clone()).or_default().insert(pod.uid.clone());
                 let adopter = self.adopter(pod)?;
@@ -106,7 +106,7 @@ impl Index {
         if !ds.is_synced_by_controller() {
             return None;
         }
-        let requested = pod.deletion.as_deref().map(|d| d.requested_at());
+        let requested = pod.deletion().map(|d| d.requested_at());
         let leaves = if state.misscheduled.contains_key(node) {
             let classification = self.classify(ds, state.skips.get(node)?, self.nodes.objects.get(node)?, pod);
             Leaves::ForSkip(Verdict::of(classification, requested))

@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{self as meta, ObjectMeta, O
 
 use serde::Deserialize as _;
 
+use crate::k8s::health::{offset_from, read_health, same_health};
 use crate::k8s::managed_fields::{OwnedFields, owned_fields};
 use crate::k8s::slim::{PodPlacement, SlimNode, SlimPod};
 use crate::model::PlacementSpec;
@@ -17,7 +18,7 @@ use crate::model::interner::{Interner, is_own_placement, same_items};
 use crate::model::text::same_pair;
 use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, FieldOwner, LabelSelector, Node, NodeManagers, NodeSelectorTerm, ObjectRef,
-    Placement, Pod, REVISION_HASH_LABEL, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Uid,
+    Placement, Pod, REVISION_HASH_LABEL, RarePod, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Uid,
 };
 use crate::rules::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
 use crate::rules::reason::NFD_FEATURE_PREFIX;
@@ -199,6 +200,11 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
     let labels = interner.labels(meta.labels.iter().flatten());
     let spec = pod.spec.as_ref();
     let target_node = spec.and_then(target_node_name).map(|n| interner.str(n));
+    let created = meta.creation_timestamp.as_ref().map_or(0, seconds);
+    let health = read_health(pod.status.as_ref());
+    let deletion = deletion(meta);
+    let detail = health.detail.map(|d| interner.str(&d));
+    let rare = (deletion.is_some() || detail.is_some()).then(|| Box::new(RarePod { deletion, detail }));
     Ok(Pod {
         uid,
         id,
@@ -207,9 +213,11 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
         target_node,
         // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
         own_placement: interner.own_placement(spec),
-        created: meta.creation_timestamp.as_ref().map_or(0, seconds),
-        deletion: deletion(meta).map(Box::new),
+        created,
+        rare,
         terminal: pod.is_terminal(),
+        health: health.health,
+        health_offset: offset_from(created, health.since),
     })
 }
 
@@ -237,8 +245,9 @@ pub fn pod_unchanged_but_uid(decoded: &SlimPod, cached: &Pod) -> bool {
         && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
         && spec.and_then(target_node_name) == cached.target_node.as_deref()
         && is_own_placement(&cached.own_placement, spec)
-        && deletion(meta) == cached.deletion.as_deref().copied()
+        && deletion(meta) == cached.deletion()
         && decoded.is_terminal() == cached.terminal
+        && same_health(decoded.status.as_ref(), cached)
 }
 
 fn same_pairs<'a>(

@@ -2,5 +2,6 @@
 //! conversion to the model. Pure: the I/O that fetches them is in `source`.
 
 pub mod convert;
+pub mod health;
 pub mod managed_fields;
 pub mod slim;

@@ -251,10 +251,45 @@ pub struct Pod {
     /// `creationTimestamp`, or 0 when there is none (the API server always sets one): read
     /// as a lower bound and a sort key, the epoch means the same as "unknown", in 8 bytes less.
     pub created: Timestamp,
-    /// Boxed: few pods are being deleted at any moment, and this keeps the rest small.
-    pub deletion: Option<Box<Deletion>>,
+    /// Boxed: few pods are being deleted or in trouble at any moment, and this keeps the
+    /// rest small.
+    pub rare: Option<Box<RarePod>>,
     /// `status.phase` is Failed or Succeeded.
     pub terminal: bool,
+    /// Whether it is available, and if not, what its status says instead.
+    pub health: PodHealth,
+    /// Seconds after `created` when the pod entered `health`, as its status says (the
+    /// Ready or PodScheduled condition's lastTransitionTime); 0 when it does not say.
+    pub health_offset: u32,
+}
+
+/// What few pods have.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RarePod {
+    pub deletion: Option<Deletion>,
+    /// Why it is not available, in the scheduler's or the kubelet's words, made short
+    /// (`rules::uncovered`): the same words on every node that fails the same way.
+    pub detail: Option<Str>,
+}
+
+/// What a daemon pod's status says about its availability (`podutil.IsPodAvailable`, with
+/// `rules::uncovered` naming the rest). One byte, inline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PodHealth {
+    /// The Ready condition is True.
+    Ready,
+    /// Not bound yet, and the scheduler has said nothing against it.
+    #[default]
+    Pending,
+    /// Bound; containers being created (`ContainerCreating`, `PodInitializing`).
+    Creating,
+    /// Containers running, Ready is not True.
+    NotReady,
+    /// `PodScheduled=False`, reason `Unschedulable`.
+    Unschedulable,
+    ImagePull,
+    CrashLoop,
+    ConfigError,
 }
 
 // The index holds a pod per daemon pod, millions at the largest scale: one allocation size
@@ -269,7 +304,22 @@ impl Pod {
     /// Since 1.28 (1.26/1.27 patches) the status sync skips pods that are both terminal
     /// and deleted (`includeDeletedTerminal=false`); 1.20-1.25 counted them.
     pub fn counts_for_status(&self) -> bool {
-        !(self.terminal && self.deletion.is_some())
+        !(self.terminal && self.deletion().is_some())
+    }
+
+    /// Its delete, once requested.
+    pub fn deletion(&self) -> Option<Deletion> {
+        self.rare.as_ref().and_then(|r| r.deletion)
+    }
+
+    /// Why it is not available, in the scheduler's or the kubelet's words.
+    pub fn detail(&self) -> Option<&Str> {
+        self.rare.as_ref().and_then(|r| r.detail.as_ref())
+    }
+
+    /// When it entered its health, as its status says.
+    pub fn health_since(&self) -> Timestamp {
+        self.created.saturating_add(Timestamp::from(self.health_offset))
     }
 
     /// Which ControllerRevision the pod came from (`controller-revision-hash`).

@@ -136,7 +136,7 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
                 node: p.node.to_string(),
                 reason: reason.as_str().to_owned(),
                 fix: being_deleted(
-                    p.pod.deletion.is_some(),
+                    p.pod.deletion().is_some(),
                     p.node,
                     fix_for(p.pod.controller_uid.is_none(), reason, &key, p.node),
                 ),

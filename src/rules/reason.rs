@@ -175,7 +175,7 @@ pub fn classify(
     origin: Option<&Placement>,
     conventions: &Conventions,
 ) -> Classification {
-    let deletion_evidence = pod.deletion.as_deref().map(|d| d.requested_at());
+    let deletion_evidence = pod.deletion().map(|d| d.requested_at());
     let nfd = &conventions.nfd_managers;
     let (reason, key, evidence) = match skip {
         Skip::NodeName => (Reason::NodeNameMismatch, skip.shared_key(), deletion_evidence),

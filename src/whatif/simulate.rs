@@ -191,7 +191,7 @@ fn diff(index: &Index, scope: &[ObjectRef], nodes: &[Str], before: &[Option<Befo
             // A pod already terminating is no change: the controller neither deletes it
             // again nor creates one beside it until it is gone. It is named apart.
             let Some(effect) = effect(fit, now, true) else { continue };
-            for pod in pods.iter().filter(|p| p.deletion.is_some()) {
+            for pod in pods.iter().filter(|p| p.deletion().is_some()) {
                 outcome.terminating.push(Terminating {
                     namespace: id.namespace.to_string(),
                     daemonset: id.name.to_string(),
@@ -199,7 +199,7 @@ fn diff(index: &Index, scope: &[ObjectRef], nodes: &[Str], before: &[Option<Befo
                     pod: pod.id.name.to_string(),
                 });
             }
-            for pod in pods.iter().filter(|p| p.deletion.is_none()) {
+            for pod in pods.iter().filter(|p| p.deletion().is_none()) {
                 let verdict = match effect {
                     Effect::Recover => {
                         let had = before.as_ref().and_then(|b| b.verdicts.get(&pod.uid));

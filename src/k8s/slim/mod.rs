@@ -15,8 +15,8 @@ mod pod;
 
 pub use self::node::{NodeTaintsSpec, SlimNode};
 pub use self::pod::{
-    PodAffinity, PodFieldRequirement, PodNodeAffinity, PodNodeSelector, PodNodeSelectorTerm, PodPhase, PodPlacement,
-    PodToleration, SlimPod, is_terminal_phase,
+    ConditionKind, ContainerStatus, PodAffinity, PodCondition, PodFieldRequirement, PodNodeAffinity, PodNodeSelector,
+    PodNodeSelectorTerm, PodPlacement, PodStatus, PodToleration, SlimPod, is_terminal_phase,
 };
 
 /// Pods and Nodes are core `v1`: an `apiVersion` that says otherwise (a number, an object,

@@ -1,5 +1,6 @@
 //! A daemon pod as the exporter reads it: metadata, the placement part of its spec, and
-//! whether its phase is terminal.
+//! what its status says of it being available: whether its phase is terminal, its Ready and
+//! PodScheduled conditions, and why a container waits.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -26,15 +27,79 @@ pub struct SlimPod {
     #[serde(default)]
     pub spec: Option<PodPlacement>,
     #[serde(default)]
-    pub status: Option<PodPhase>,
+    pub status: Option<PodStatus>,
 }
 
-/// Of a pod's status only the phase matters: a deleted terminal pod no longer counts.
+/// Of a pod's status: the phase (a deleted terminal pod no longer counts), and what says
+/// whether it is available and why not. A healthy pod's status decodes without allocating:
+/// its conditions carry no reason or message, and no container waits.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-pub struct PodPhase {
+#[serde(rename_all = "camelCase")]
+pub struct PodStatus {
     /// `Failed` or `Succeeded`, read without allocating.
     #[serde(default, rename = "phase", deserialize_with = "terminal_phase")]
     pub terminal: bool,
+    #[serde(default, deserialize_with = "nullable")]
+    pub conditions: Vec<PodCondition>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub init_container_statuses: Vec<ContainerStatus>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub container_statuses: Vec<ContainerStatus>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodCondition {
+    #[serde(rename = "type", default, deserialize_with = "condition_kind")]
+    pub kind: ConditionKind,
+    /// `status` is `True`.
+    #[serde(rename = "status", default, deserialize_with = "is_true")]
+    pub true_: bool,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub last_transition_time: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+}
+
+/// The conditions availability is read from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConditionKind {
+    PodScheduled,
+    Ready,
+    #[default]
+    Other,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerStatus {
+    #[serde(default, deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub image: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub state: ContainerState,
+    #[serde(default, deserialize_with = "nullable")]
+    pub last_state: ContainerState,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct ContainerState {
+    pub waiting: Option<Waiting>,
+    pub terminated: Option<Terminated>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct Waiting {
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Terminated {
+    #[serde(default, deserialize_with = "nullable")]
+    pub exit_code: i32,
+    pub reason: Option<String>,
 }
 
 /// `podutil.IsPodTerminal`.
@@ -200,6 +265,23 @@ fn terminal_phase<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D:
     parsed_str(deserializer, is_terminal_phase)
 }
 
+/// A field sent as `null` reads as its default, as the API server's own decoding does.
+fn nullable<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(deserializer: D) -> Result<T, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
+fn is_true<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    parsed_str(deserializer, |s| s == "True")
+}
+
+fn condition_kind<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ConditionKind, D::Error> {
+    parsed_str(deserializer, |s| match s {
+        "PodScheduled" => ConditionKind::PodScheduled,
+        "Ready" => ConditionKind::Ready,
+        _ => ConditionKind::Other,
+    })
+}
+
 fn taint_effect<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<TaintEffect>, D::Error> {
     parsed_str(deserializer, TaintEffect::parse_optional)
 }
@@ -223,8 +305,9 @@ impl From<Pod> for SlimPod {
             node_selector: s.node_selector,
             host_network: s.host_network,
         });
-        let terminal = pod.status.and_then(|s| s.phase).is_some_and(|p| is_terminal_phase(&p));
-        Self { api_version: (), metadata: pod.metadata, spec, status: Some(PodPhase { terminal }) }
+        // The wire shape, read as the exporter reads it.
+        let status = pod.status.and_then(|s| serde_json::to_value(s).ok()).and_then(|s| serde_json::from_value(s).ok());
+        Self { api_version: (), metadata: pod.metadata, spec, status }
     }
 }
 
