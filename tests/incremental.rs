@@ -103,7 +103,10 @@ fn make_pod(
         Owner::None => pod.metadata.owner_references = None,
         Owner::NotController => pod.metadata.owner_references.as_mut().unwrap()[0].controller = Some(false),
     }
-    pod.status = Some(from(json!({"phase": if terminal { "Failed" } else { "Running" }})));
+    // A bound pod that runs is Ready: the node is covered; any other is not.
+    let ready = if bound && !terminal { "True" } else { "False" };
+    pod.status = Some(from(json!({"phase": if terminal { "Failed" } else { "Running" },
+        "conditions": [{"type": "Ready", "status": ready}]})));
     if deleted {
         pod.metadata.deletion_timestamp = Some(from(json!("2026-01-02T00:00:00Z")));
     }
@@ -123,6 +126,10 @@ fn observable(index: &Index) -> Vec<String> {
             view.misscheduled_nodes_by_reason(),
             view.ineligible_nodes()
         ));
+        for u in view.uncovered_nodes() {
+            let pod = u.pod.map(|p| p.id.name.to_string());
+            out.push(format!("{} uncovered {} {pod:?} {} {:?}", view.ds.id.name, u.node, u.reason, u.detail));
+        }
     }
     out
 }

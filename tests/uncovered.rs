@@ -42,3 +42,171 @@ fn the_scheduler_detail_is_the_target_nodes_reason_in_every_recorded_version() {
         "{versions:?}"
     );
 }
+
+mod support;
+
+use k8s_openapi::api::core::v1::Pod;
+use misschedule_exporter::index::Index;
+use serde_json::{Value, json};
+use support::*;
+
+/// The pod with `status` as the kubelet and the scheduler write it.
+fn with_status(mut pod: Pod, status: Value) -> Pod {
+    pod.status = Some(from(status));
+    pod
+}
+
+fn ready(pod: Pod) -> Pod {
+    with_status(
+        pod,
+        json!({"phase": "Running", "conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"},
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}),
+    )
+}
+
+fn waiting(pod: Pod, reason: &str, message: &str) -> Pod {
+    with_status(
+        pod,
+        json!({"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-06-01T00:00:00Z"},
+        {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": "2026-06-01T00:00:00Z"}],
+        "containerStatuses": [{"name": "agent", "image": "registry.example/agent:2", "ready": false,
+                               "state": {"waiting": {"reason": reason, "message": message}},
+                               "lastState": {"terminated": {"exitCode": 2, "reason": "Error"}}}]}),
+    )
+}
+
+fn unschedulable(pod: Pod, message: &str) -> Pod {
+    with_status(
+        pod,
+        json!({"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+         "lastTransitionTime": "2026-06-01T00:00:00Z"}]}),
+    )
+}
+
+/// (node, pod, reason, detail) for every uncovered node.
+fn uncovered(index: &Index) -> Vec<(String, String, String, String)> {
+    index
+        .daemonsets()
+        .iter()
+        .flat_map(|v| v.uncovered_nodes())
+        .map(|u| {
+            let pod = u.pod.map(|p| p.id.name.to_string()).unwrap_or_default();
+            let detail = u.detail.map(|d| d.to_string()).unwrap_or_default();
+            (u.node.to_string(), pod, u.reason.to_string(), detail)
+        })
+        .collect()
+}
+
+fn row(node: &str, pod: &str, reason: &str, detail: &str) -> (String, String, String, String) {
+    (node.into(), pod.into(), reason.into(), detail.into())
+}
+
+#[test]
+fn every_node_without_an_available_pod_has_one_reason() {
+    let ds = daemonset("agent", json!({}));
+    let pod = |node: &str| daemon_pod(&ds, node, "h", true);
+    let nodes = ["n1", "n2", "n3", "n4", "n5"].map(|n| node(n, &[], &[])).to_vec();
+    let pods = vec![
+        ready(pod("n1")),
+        waiting(pod("n2"), "ImagePullBackOff", "Back-off pulling image \"registry.example/agent:2\""),
+        waiting(pod("n3"), "CrashLoopBackOff", "back-off 5m0s restarting failed container=agent pod=agent-n3_ns(6f1c)"),
+        unschedulable(
+            pod("n4"),
+            "0/5 nodes are available: 1 Insufficient memory, 4 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
+        ),
+    ];
+    let mut index = cluster(nodes, vec![ds.clone()], vec![revision(&ds, "h")], pods);
+    assert_eq!(
+        uncovered(&index),
+        [
+            row("n2", "agent-n2", "image_pull", "ImagePullBackOff: image registry.example/agent:2"),
+            row("n3", "agent-n3", "crash_loop", "CrashLoopBackOff: container agent exited 2 (Error)"),
+            row("n4", "agent-n4", "unschedulable", "Insufficient memory"),
+            row("n5", "", "starting", ""),
+        ]
+    );
+    // No pod for n5 past the grace: the controller cannot make one.
+    index.set_now(NOW + 600);
+    assert_eq!(uncovered(&index)[3], row("n5", "", "create_failed", ""));
+    let counts = index.daemonsets()[0].uncovered_nodes_by_reason();
+    assert_eq!(counts.iter().sum::<u32>(), 4);
+
+    // Each recovers when its pod becomes Ready.
+    for node in ["n2", "n3", "n4", "n5"] {
+        apply(&mut index, ready(pod(node)));
+    }
+    assert_eq!(uncovered(&index), []);
+    // A node the DaemonSet skips is no concern of it; one that goes takes its row along.
+    apply(&mut index, waiting(pod("n2"), "CreateContainerConfigError", "secret \"agent-token\" not found"));
+    assert_eq!(
+        uncovered(&index),
+        [row("n2", "agent-n2", "config_error", "CreateContainerConfigError: secret \"agent-token\" not found")]
+    );
+    delete(&mut index, node("n2", &[], &[]));
+    assert_eq!(uncovered(&index), []);
+}
+
+#[test]
+fn a_new_daemonset_is_starting_everywhere_until_its_pods_are_ready() {
+    let ds = daemonset("agent", json!({"nodeSelector": {"pool": "a"}}));
+    let nodes = vec![node("n1", &[("pool", "a")], &[]), node("n2", &[], &[])];
+    let mut index = cluster(nodes, vec![], vec![], vec![]);
+    apply(&mut index, ds.clone());
+    assert_eq!(uncovered(&index), [row("n1", "", "starting", "")], "n2 is not wanted");
+    let mut created = daemon_pod(&ds, "n1", "h", false);
+    created.metadata.creation_timestamp = Some(from(json!("2026-06-01T00:00:00Z")));
+    apply(&mut index, created);
+    assert_eq!(uncovered(&index), [row("n1", "agent-n1", "starting", "")], "created, not bound yet");
+    apply(&mut index, ready(daemon_pod(&ds, "n1", "h", true)));
+    assert_eq!(uncovered(&index), []);
+}
+
+#[test]
+fn every_surface_lists_them_apart_from_what_is_expected() {
+    use misschedule_exporter::report::explain::{Selection, explain};
+    use misschedule_exporter::report::scope::Origin;
+    use misschedule_exporter::report::text::{Output, print};
+    let ds = daemonset("agent", json!({}));
+    let pod = |node: &str| daemon_pod(&ds, node, "h", true);
+    let mut fresh = pod("n3");
+    fresh.metadata.creation_timestamp = Some(from(json!("2026-06-01T00:00:00Z")));
+    let pods = vec![ready(pod("n1")), waiting(pod("n2"), "ErrImagePull", "pull access denied"), fresh];
+    let nodes = ["n1", "n2", "n3"].map(|n| node(n, &[], &[])).to_vec();
+    let index = cluster(nodes, vec![ds.clone()], vec![revision(&ds, "h")], pods);
+    let answer = explain(&index, &Selection::default(), &Origin::watched("cluster https://k8s", vec![]), NOW);
+    let json = serde_json::to_value(&answer).unwrap();
+    let rows: Vec<(&str, &str, &str, &str)> = json["uncovered"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["node"].as_str().unwrap(),
+                r["pod"].as_str().unwrap(),
+                r["reason"].as_str().unwrap(),
+                r["detail"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("n2", "agent-n2", "image_pull", "ErrImagePull: image registry.example/agent:2"),
+            ("n3", "agent-n3", "starting", "")
+        ]
+    );
+    assert!(answer.needs_action(), "an image that cannot be pulled needs someone");
+    let table = print(&answer, Output::Table).unwrap();
+    assert!(table.starts_with("No misscheduled daemon pods in any namespace: 1 DaemonSet on 3 nodes checked (cluster https://k8s). 1 node has no available pod: see below.\n"), "{table}");
+    assert!(table.contains("\nNodes without an available pod, needing action:\nNAMESPACE  DAEMONSET  NODE  POD       REASON      DETAIL"), "{table}");
+    assert!(
+        table.contains("\n1 node without an available pod yet: pods on their way (expected; -o wide lists them).\n"),
+        "{table}"
+    );
+    let wide = print(&answer, Output::Wide).unwrap();
+    assert!(wide.contains("\nNodes without an available pod yet (expected: pods on their way):\n"), "{wide}");
+    assert!(wide.contains("the image cannot be pulled"), "{wide}");
+}

@@ -78,6 +78,10 @@ impl Stored for DaemonSet {
             }
         }
         index.refresh_touched(readopted, None, None);
+        if (template_changed || selector_changed) && index.synced() {
+            let since = index.since();
+            index.track_uncovered_everywhere(&uid, since);
+        }
     }
 
     fn remove(index: &mut Index, uid: &Str) {

@@ -30,6 +30,10 @@ pub(super) struct DaemonSetState {
     pub(super) departed: BTreeMap<Str, Box<Pod>>,
     /// Nodes whose misscheduled episode ended while its pod stayed (`coverage::Flap`).
     pub(super) flapped: BTreeMap<Str, Flap>,
+    /// Nodes the DaemonSet should run on whose first pod is not available, or that have
+    /// none (`rules::uncovered`), and since when. Kept once the index is synced: before,
+    /// every node of a DaemonSet listed ahead of its pods would pass through here.
+    pub(super) uncovered: BTreeMap<Str, Since>,
 }
 
 impl DaemonSetState {
@@ -102,6 +106,16 @@ impl DaemonSetState {
                 false
             }
             Step::Keep => false,
+        }
+    }
+
+    /// Whether `node` is uncovered: it exists, the DaemonSet should run there, and its
+    /// first pod is not available (`covered` is false) or there is none.
+    pub(super) fn track_uncovered(&mut self, node: &Str, node_exists: bool, covered: bool, since: Since) {
+        if node_exists && !covered && !self.skips.contains_key(node) {
+            self.uncovered.entry(node.clone()).or_insert(since);
+        } else {
+            self.uncovered.remove(node);
         }
     }
 

@@ -25,10 +25,10 @@ use self::coverage::Verdict;
 use self::daemonset_state::DaemonSetState;
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::store::{Scope, Store};
-pub use self::view::{DaemonSetView, LostNode, MisscheduledPod, nodes_by_reason};
+pub use self::view::{DaemonSetView, LostNode, MisscheduledPod, UncoveredNode, nodes_by_reason};
 use crate::k8s::convert::ConvertError;
 use crate::model::interner::Interner;
-use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp, Uid};
+use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, PodHealth, Revision, Str, Timestamp, Uid};
 use crate::rules::reason::Conventions;
 
 /// When a (DaemonSet, node) pair became misscheduled, or lost, as the index saw it.
@@ -89,6 +89,9 @@ pub struct Index {
     generation: u64,
     /// The earliest moment some loss is due to be forgotten, if any is.
     next_loss_expiry: Option<Timestamp>,
+    /// The uncovered nodes' reasons as last counted: a pod past its grace moves from
+    /// `starting` with time alone, and readers cache on the generation.
+    uncovered_reasons_seen: u64,
 }
 
 impl Index {
@@ -104,7 +107,16 @@ impl Index {
     /// Sets the clock used to stamp transitions, and forgets the losses older than the
     /// retention. The caller owns time, so tests can too.
     pub fn set_now(&mut self, now: Timestamp) {
+        // Called on every event: the reasons are counted once a second at most.
+        let ticked = now != self.now;
         self.now = now;
+        if ticked {
+            let reasons = self.uncovered_reasons();
+            if reasons != self.uncovered_reasons_seen {
+                self.uncovered_reasons_seen = reasons;
+                self.generation += 1;
+            }
+        }
         if self.next_loss_expiry.is_none_or(|due| now < due) {
             return;
         }
@@ -118,6 +130,22 @@ impl Index {
             next = next.into_iter().chain(due).min();
         }
         self.next_loss_expiry = next;
+    }
+
+    /// A digest of every DaemonSet's uncovered nodes by reason: it moves when a reason
+    /// does. Costs what the uncovered nodes cost, none when there are none.
+    fn uncovered_reasons(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        if self.state.values().all(|s| s.uncovered.is_empty()) {
+            return 0;
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for view in self.daemonsets() {
+            if !view.state.uncovered.is_empty() {
+                (&view.ds.uid, view.uncovered_nodes_by_reason()).hash(&mut hasher);
+            }
+        }
+        hasher.finish()
     }
 
     pub fn now(&self) -> Timestamp {
@@ -175,7 +203,11 @@ impl Index {
                     obj.upsert(self);
                 }
                 self.replaying = false;
+                let was_synced = self.synced();
                 K::Compact::store(self).synced_scopes.insert(scope.map(str::to_owned));
+                if !was_synced && self.synced() {
+                    self.find_uncovered();
+                }
                 // A completed list changes what the index can claim (it may be synced now),
                 // even when it changed no object.
                 self.generation += 1;
@@ -265,10 +297,34 @@ impl Index {
     fn refresh_pair(&mut self, owner: &Str, node: &Str, since: Since, verdict: Option<Verdict>) {
         let verdict = verdict.or_else(|| self.departed_verdict(owner, node));
         let node_exists = self.nodes.objects.contains_key(node);
-        if let Some(state) = self.state.get_mut(owner)
-            && state.refresh(node, node_exists, since, verdict)
-        {
+        let synced = self.synced();
+        let Some(state) = self.state.get_mut(owner) else { return };
+        if synced {
+            let covered = first_pod_ready(state.claimed.get(node), &self.pods.objects);
+            state.track_uncovered(node, node_exists, covered, since);
+        }
+        if state.refresh(node, node_exists, since, verdict) {
             self.loss_started(since);
+        }
+    }
+
+    /// Every DaemonSet's uncovered nodes, from scratch: once, when the index first syncs.
+    fn find_uncovered(&mut self) {
+        // When they became uncovered is not known: the pods' own status says.
+        let since = Since { observed: false, ..self.since() };
+        let uids: Vec<Str> = self.daemonsets.objects.keys().cloned().collect();
+        for uid in uids {
+            self.track_uncovered_everywhere(&uid, since);
+        }
+    }
+
+    /// One DaemonSet's uncovered nodes, from scratch: its placement or selector changed,
+    /// which can move any node.
+    fn track_uncovered_everywhere(&mut self, uid: &Str, since: Since) {
+        let Some(state) = self.state.get_mut(uid) else { return };
+        for node in self.nodes.objects.keys() {
+            let covered = first_pod_ready(state.claimed.get(node), &self.pods.objects);
+            state.track_uncovered(node, true, covered, since);
         }
     }
 
@@ -286,6 +342,17 @@ impl Index {
         let due = since.at.saturating_add(self.config.lost_retention);
         self.next_loss_expiry = Some(self.next_loss_expiry.map_or(due, |next| next.min(due)));
     }
+}
+
+/// `updateDaemonSetStatus` counts a node available when its oldest daemon pod is Ready
+/// (`podutil.IsPodAvailable`; `minReadySeconds` aside).
+pub(super) fn first_pod_ready(claimed: Option<&smallvec::SmallVec<[Uid; 1]>>, pods: &FastMap<Uid, Box<Pod>>) -> bool {
+    let oldest = claimed
+        .into_iter()
+        .flatten()
+        .filter_map(|uid| pods.get(uid))
+        .min_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+    oldest.is_some_and(|pod| pod.health == PodHealth::Ready)
 }
 
 /// The last pod of a (DaemonSet, node) pair, about to go or move.

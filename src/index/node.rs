@@ -2,7 +2,7 @@
 //! node for every DaemonSet.
 
 use super::coverage::{Flap, Verdict};
-use super::{Index, Indexed, Resource, Store, Stored};
+use super::{Index, Indexed, Resource, Store, Stored, first_pod_ready};
 use crate::k8s::convert::{self, ConvertError};
 use crate::k8s::slim::SlimNode;
 use crate::model::interner::Interner;
@@ -38,10 +38,15 @@ impl Stored for Node {
         index.generation += 1;
         let since = index.since();
         let flaps = index.flaps(&node);
+        let synced = index.synced();
         let mut departed = Vec::new();
         for (uid, ds) in &index.daemonsets.objects {
             let state = index.state.entry(uid.clone()).or_default();
             state.set_skip(&node.name, should_run(&node, &ds.template));
+            if synced {
+                let covered = first_pod_ready(state.claimed.get(&node.name), &index.pods.objects);
+                state.track_uncovered(&node.name, true, covered, since);
+            }
             state.refresh(&node.name, true, since, None);
             if state.departed.contains_key(&node.name) {
                 departed.push(uid.clone());
@@ -65,6 +70,7 @@ impl Stored for Node {
         let since = index.since();
         for state in index.state.values_mut() {
             state.set_skip(&node.name, None);
+            state.uncovered.remove(&node.name);
             state.refresh(&node.name, false, since, None);
         }
     }

@@ -40,8 +40,9 @@ impl Stored for Pod {
         // Only a pod on its way out (terminal and deleted) departs; one that changed hands
         // or labels is still there.
         let gone = old.filter(|_| !pod.counts_for_status());
-        index.refresh_touched(touched.into_iter().flatten(), parting, gone);
+        // In the store before the refresh, which reads whether the pair's pod is Ready.
         index.pods.objects.insert(pod.uid.clone(), pod);
+        index.refresh_touched(touched.into_iter().flatten(), parting, gone);
     }
 
     fn remove(index: &mut Index, uid: &Uid) {

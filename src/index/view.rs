@@ -7,6 +7,7 @@ use super::daemonset_state::DaemonSetState;
 use crate::model::{DaemonSet, Node, Pod, Str, Timestamp};
 use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::{Classification, Reason, classify};
+use crate::rules::uncovered::{Uncovered, missing_reason, pod_reason};
 
 impl Index {
     /// DaemonSets sorted by namespace and name. Those the controller does not sync (being
@@ -78,6 +79,19 @@ pub struct MisscheduledPod<'a> {
     pub episode: u64,
 }
 
+/// A node the DaemonSet should run on without an available pod, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UncoveredNode<'a> {
+    pub node: &'a Str,
+    /// Its first pod (the one the controller counts), when it has one.
+    pub pod: Option<&'a Pod>,
+    pub reason: Uncovered,
+    /// In the scheduler's or the kubelet's words; none when they say nothing.
+    pub detail: Option<&'a Str>,
+    /// When the node became uncovered (unix seconds).
+    pub since: Timestamp,
+}
+
 /// A node the DaemonSet stopped covering, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LostNode<'a> {
@@ -106,6 +120,36 @@ impl<'a> DaemonSetView<'a> {
     pub fn scheduled_nodes(&self) -> usize {
         let nodes = &self.index.nodes.objects;
         self.state.claimed.keys().filter(|n| nodes.contains_key(*n) && !self.state.skips.contains_key(*n)).count()
+    }
+
+    /// The nodes this DaemonSet should run on without an available pod, by node name.
+    pub fn uncovered_nodes(&self) -> Vec<UncoveredNode<'a>> {
+        let now = self.index.now;
+        let mut out = Vec::with_capacity(self.state.uncovered.len());
+        for (node, since) in &self.state.uncovered {
+            let pod = self.pods_on(node).into_iter().next();
+            let (reason, evidence) = match pod {
+                Some(pod) => {
+                    let entered = pod.health_since().max(pod.created);
+                    let reason = pod_reason(pod.health, entered, pod.deletion().is_some(), now);
+                    // A pod Ready by now, with the index not yet told: on its way.
+                    (reason.unwrap_or(Uncovered::Starting), entered)
+                }
+                None => (missing_reason(false, since.at, now), since.at),
+            };
+            let at = if since.observed { since.at } else { evidence.min(since.at) };
+            out.push(UncoveredNode { node, pod, reason, detail: pod.and_then(Pod::detail), since: at });
+        }
+        out
+    }
+
+    /// Uncovered nodes by reason, indexed by `Uncovered::index`.
+    pub fn uncovered_nodes_by_reason(&self) -> [u32; Uncovered::ALL.len()] {
+        let mut counts = [0; Uncovered::ALL.len()];
+        for node in self.uncovered_nodes() {
+            counts[node.reason.index()] += 1;
+        }
+        counts
     }
 
     /// The nodes this DaemonSet lost (`coverage`), by node name.

@@ -4,7 +4,7 @@
 
 use crate::index::Index;
 use crate::model::{ObjectRef, Str, Uid};
-use crate::report::explain::{fix_for, lost_fix};
+use crate::report::fix::{fix_for, lost_fix};
 use crate::rules::reason::Reason;
 
 /// Which Event a notice becomes: its `reason`, what

@@ -5,9 +5,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::index::{Index, Resource};
 use crate::model::Timestamp;
+use crate::report::fix::{being_deleted, fix_for, lost_fix, uncovered_fix};
 pub use crate::report::scope::Selection;
 use crate::report::scope::{LookedAt, Origin, plural};
 use crate::rules::reason::Reason;
+use crate::rules::uncovered::Uncovered;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PodRow {
@@ -42,6 +44,23 @@ pub struct LostRow {
     pub fix: String,
 }
 
+/// A node the DaemonSet should run on without an available pod.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UncoveredRow {
+    pub namespace: String,
+    pub daemonset: String,
+    pub node: String,
+    /// Its first pod; empty when there is none.
+    pub pod: String,
+    pub reason: String,
+    /// In the scheduler's or the kubelet's words; empty when they say nothing.
+    pub detail: String,
+    /// When the node became uncovered, RFC 3339.
+    pub since: String,
+    pub age_seconds: i64,
+    pub fix: String,
+}
+
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IneligibleRow {
     pub namespace: String,
@@ -63,6 +82,10 @@ pub struct Explanation {
     /// sends none.
     #[serde(default)]
     pub lost: Vec<LostRow>,
+    /// Nodes each DaemonSet should run on without an available pod, and why. An exporter
+    /// older than this list sends none.
+    #[serde(default)]
+    pub uncovered: Vec<UncoveredRow>,
     /// Why each DaemonSet skips nodes (why desired < node count).
     pub ineligible: Vec<IneligibleRow>,
 }
@@ -81,7 +104,10 @@ impl Explanation {
     /// expected one (a drain, a DaemonSet change). What `--exit-code` fails on.
     pub fn needs_action(&self) -> bool {
         let acts = |reason: &str| Reason::from_name(reason).is_none_or(|r| !r.expected());
-        self.misscheduled.iter().any(|r| acts(&r.reason)) || self.lost.iter().any(|r| acts(&r.reason))
+        let uncovered_acts = |reason: &str| Uncovered::from_name(reason).is_none_or(|r| !r.expected());
+        self.misscheduled.iter().any(|r| acts(&r.reason))
+            || self.lost.iter().any(|r| acts(&r.reason))
+            || self.uncovered.iter().any(|r| uncovered_acts(&r.reason))
     }
 
     /// What is said when no pod is misscheduled: what was checked, and never an all-clear
@@ -96,6 +122,13 @@ impl Explanation {
             let who = if self.lost.len() == 1 { "a DaemonSet" } else { "the DaemonSets" };
             line.push_str(&format!(" But {who} lost {}: see Lost nodes below.\n", plural(self.lost.len(), "node")));
         }
+        let uncovered = self.uncovered.iter().filter(|r| Uncovered::from_name(&r.reason).is_none_or(|u| !u.expected()));
+        let uncovered = uncovered.count();
+        if uncovered > 0 {
+            line.truncate(line.trim_end().len());
+            let have = if uncovered == 1 { "has" } else { "have" };
+            line.push_str(&format!(" {} {have} no available pod: see below.\n", plural(uncovered, "node")));
+        }
         line
     }
 
@@ -104,6 +137,8 @@ impl Explanation {
     pub fn same_answer(&self, other: &Self) -> bool {
         let same_row = |a: &PodRow, b: &PodRow| PodRow { age_seconds: b.age_seconds, ..a.clone() } == *b;
         let same_loss = |a: &LostRow, b: &LostRow| LostRow { age_seconds: b.age_seconds, ..a.clone() } == *b;
+        let same_uncovered =
+            |a: &UncoveredRow, b: &UncoveredRow| UncoveredRow { age_seconds: b.age_seconds, ..a.clone() } == *b;
         let scope = |e: &Self| e.looked_at.clone().map(|l| LookedAt { as_of: String::new(), ..l });
         scope(self) == scope(other)
             && self.ineligible == other.ineligible
@@ -111,6 +146,8 @@ impl Explanation {
             && self.misscheduled.iter().zip(&other.misscheduled).all(|(a, b)| same_row(a, b))
             && self.lost.len() == other.lost.len()
             && self.lost.iter().zip(&other.lost).all(|(a, b)| same_loss(a, b))
+            && self.uncovered.len() == other.uncovered.len()
+            && self.uncovered.iter().zip(&other.uncovered).all(|(a, b)| same_uncovered(a, b))
     }
 }
 
@@ -160,6 +197,19 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
                 fix: lost_fix(v.reason, &v.key, lost.node),
             });
         }
+        for u in view.uncovered_nodes() {
+            out.uncovered.push(UncoveredRow {
+                namespace: id.namespace.to_string(),
+                daemonset: id.name.to_string(),
+                node: u.node.to_string(),
+                pod: u.pod.map(|p| p.id.name.to_string()).unwrap_or_default(),
+                reason: u.reason.as_str().to_owned(),
+                detail: u.detail.map(|d| d.to_string()).unwrap_or_default(),
+                since: rfc3339(u.since),
+                age_seconds: (now - u.since).max(0),
+                fix: uncovered_fix(u.reason, u.node),
+            });
+        }
         for (reason, key, nodes) in view.ineligible_nodes() {
             out.ineligible.push(IneligibleRow {
                 namespace: id.namespace.to_string(),
@@ -186,63 +236,6 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
         watching_since: origin.watching_since.map(rfc3339),
     });
     out
-}
-
-/// The fix for a misscheduled pod, said of an orphan (a pod with no controller) too: it
-/// counts because the controller adopts it.
-pub fn fix_for(orphan: bool, reason: Reason, key: &str, node: &str) -> String {
-    let fix = suggested_fix(reason, key, node);
-    if !orphan {
-        return fix;
-    }
-    format!(
-        "orphan pod (no controller): the DaemonSet controller will adopt it at its next sync, which is why it counts; {fix}"
-    )
-}
-
-/// A misscheduled pod already being deleted (by the controller, for a skip it deletes for,
-/// or by a drain's eviction): say so first, since the node is about to lose its agent.
-fn being_deleted(deleting: bool, node: &str, fix: String) -> String {
-    if !deleting {
-        return fix;
-    }
-    format!("the pod is being deleted: {node} is about to lose its agent (then listed under lost nodes); {fix}")
-}
-
-/// One line an operator can act on.
-pub fn suggested_fix(reason: Reason, key: &str, node: &str) -> String {
-    match reason {
-        Reason::AutoscalerDrain => format!(
-            "expected while {node} drains; add toleration {key}:NoSchedule if the agent should stay until the node is gone"
-        ),
-        Reason::DaemonSetChanged => format!(
-            "the DaemonSet changed ({key}) after this pod was created; revert the change or let the controller replace the pod"
-        ),
-        Reason::NfdChange => format!(
-            "node-feature-discovery no longer reports {key} on {node}; check NFD on the node or relax the DaemonSet's selector"
-        ),
-        Reason::TaintAdded => format!(
-            "taint {key} was added to {node}; remove it (kubectl taint node {node} {key}-) or tolerate it in the DaemonSet"
-        ),
-        Reason::LabelDrift => format!(
-            "node {node} no longer matches {key}; restore the label (kubectl label node {node} {key}=...) or change the DaemonSet's selector"
-        ),
-        Reason::NodeNameMismatch => {
-            "the template pins spec.nodeName to another node; remove spec.nodeName from the DaemonSet template"
-                .to_owned()
-        }
-    }
-}
-
-/// The fix for a node whose pod went: the misscheduled pod's, except where that one speaks
-/// of the pod.
-pub fn lost_fix(reason: Reason, key: &str, node: &str) -> String {
-    match reason {
-        Reason::DaemonSetChanged => format!(
-            "the DaemonSet's placement changed ({key}) and no longer wants {node}; expected if that was the intent, else revert the change"
-        ),
-        reason => suggested_fix(reason, key, node),
-    }
 }
 
 pub fn rfc3339(t: Timestamp) -> String {

@@ -12,11 +12,12 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
 
-use crate::index::{LostNode, MisscheduledPod, nodes_by_reason};
+use crate::index::{LostNode, MisscheduledPod, UncoveredNode, nodes_by_reason};
 use crate::model::DaemonSet;
 use crate::report::format::{Format, counters, gauges, openmetrics_to_text};
 use crate::report::gzip::{self, DeflateError, Deflated};
 use crate::rules::reason::Reason;
+use crate::rules::uncovered::Uncovered;
 use crate::shared::Shared;
 
 /// What `/metrics` serves: the classification, rendered once per index generation
@@ -149,6 +150,11 @@ fn pod_labels<'a>(ds: &'a DaemonSet, p: &'a MisscheduledPod<'_>) -> [(&'static s
     ]
 }
 
+/// The labels every per-uncovered-node series has.
+fn uncovered_labels<'a>(ds: &'a DaemonSet, n: &'a UncoveredNode<'_>) -> [(&'static str, &'a str); 4] {
+    [("namespace", &ds.id.namespace), ("daemonset", &ds.id.name), ("node", n.node), ("reason", n.reason.as_str())]
+}
+
 /// The labels every per-lost-node series has.
 fn lost_labels<'a>(ds: &'a DaemonSet, n: &'a LostNode<'_>) -> [(&'static str, &'a str); 4] {
     [
@@ -228,6 +234,40 @@ impl Collector for ClusterCollector {
                         ("key", &**key),
                     ];
                     (labels, count)
+                })
+            }),
+        )?;
+        let uncovered: Vec<_> = daemonsets.iter().map(|ds| (ds.ds, ds.uncovered_nodes())).collect();
+        let uncovered_rows = || uncovered.iter().flat_map(|(ds, nodes)| nodes.iter().map(move |n| (*ds, n)));
+        gauges(
+            &mut encoder,
+            "daemonset_uncovered_node_info",
+            "A node the DaemonSet should run on without an available daemon pod, with the pod (empty when there is none), the reason and a short detail in the scheduler's or the kubelet's words",
+            uncovered_rows().map(|(ds, n)| {
+                let pod = n.pod.map_or("", |p| &*p.id.name);
+                let detail = n.detail.map_or("", |d| &**d);
+                ((uncovered_labels(ds, n), [("pod", pod), ("detail", detail)]), 1)
+            }),
+        )?;
+        gauges(
+            &mut encoder,
+            "daemonset_uncovered_node_since_timestamp_seconds",
+            "When the node became uncovered (unix seconds): seen by the exporter, or else what the pod's status says",
+            uncovered_rows().map(|(ds, n)| (uncovered_labels(ds, n), n.since)),
+        )?;
+        gauges(
+            &mut encoder,
+            "daemonset_uncovered_nodes",
+            "Nodes the DaemonSet should run on without an available daemon pod, by reason; every reason is present, zero included",
+            uncovered.iter().flat_map(|(ds, nodes)| {
+                let mut counts = [0i64; Uncovered::ALL.len()];
+                for n in nodes {
+                    counts[n.reason.index()] += 1;
+                }
+                Uncovered::ALL.into_iter().map(move |reason| {
+                    let labels =
+                        [("namespace", &*ds.id.namespace), ("daemonset", &*ds.id.name), ("reason", reason.as_str())];
+                    (labels, counts[reason.index()])
                 })
             }),
         )?;

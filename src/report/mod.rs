@@ -4,6 +4,7 @@
 //! of `html`), and what each answer looked at (`scope`).
 
 pub mod explain;
+pub mod fix;
 pub mod format;
 pub mod gzip;
 pub mod html;

@@ -4,11 +4,12 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::report::explain::{Explanation, LostRow, PodRow};
+use crate::report::explain::{Explanation, LostRow, PodRow, UncoveredRow};
 use crate::report::html::{Escaped, ReasonLink, table};
 use crate::report::scope::{LookedAt, plural};
 use crate::report::text::{human_age, manager_cell};
 use crate::rules::reason::Reason;
+use crate::rules::uncovered::Uncovered;
 
 /// How often the page reloads itself.
 pub const REFRESH_SECONDS: u32 = 30;
@@ -87,7 +88,7 @@ fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'
     let lost_unknown = explanation.looked_at.as_ref().and_then(LookedAt::lost_unknown);
     if explanation.misscheduled.is_empty() {
         // Green only when nothing is wrong and nothing went unseen.
-        let clear = explanation.lost.is_empty() && lost_unknown.is_none() && status.problems.is_empty();
+        let clear = !explanation.needs_action() && lost_unknown.is_none() && status.problems.is_empty();
         let class = if clear { "ok" } else { "meta" };
         let text = explanation.nothing_misscheduled();
         writeln!(out, "<p class=\"{class}\">{}</p>", Escaped(text.trim_end()))?;
@@ -110,6 +111,9 @@ fn write_page(out: &mut String, explanation: &Explanation, status: &PageStatus<'
     }
     if let Some(note) = lost_unknown {
         writeln!(out, "<p class=\"meta\">{}</p>", Escaped(&note))?;
+    }
+    if !explanation.uncovered.is_empty() {
+        uncovered_table(out, &explanation.uncovered)?;
     }
 
     if !explanation.ineligible.is_empty() {
@@ -175,6 +179,31 @@ fn lost_table(out: &mut String, lost: &[LostRow]) -> fmt::Result {
         )
     });
     table(out, "lost", &LOST_COLUMNS, cells)
+}
+
+const UNCOVERED_COLUMNS: [&str; 8] =
+    ["Namespace", "DaemonSet", "Node", "Pod", "Reason", "Detail", "Since", "Suggested fix"];
+
+fn uncovered_table(out: &mut String, rows: &[UncoveredRow]) -> fmt::Result {
+    let expected = |row: &&UncoveredRow| Uncovered::from_name(&row.reason).is_some_and(Uncovered::expected);
+    let (starting, action): (Vec<&UncoveredRow>, Vec<&UncoveredRow>) = rows.iter().partition(expected);
+    let class = if action.is_empty() { "expected" } else { "action" };
+    writeln!(
+        out,
+        "<h2 class=\"{class}\">Nodes without an available pod</h2>\n<p>{} needing action, {} on {} way \
+         (grey: expected). The DaemonSet should run on each; its pod there is missing, unplaced or not Ready.</p>",
+        plural(action.len(), "node"),
+        starting.len(),
+        if starting.len() == 1 { "its" } else { "their" },
+    )?;
+    let cells = action.into_iter().chain(starting).map(|row| {
+        let pod = if row.pod.is_empty() { "none" } else { &row.pod };
+        let [namespace, daemonset, node, pod, reason, detail] =
+            [&*row.namespace, &row.daemonset, &row.node, pod, &row.reason, &row.detail].map(|s| Escaped(s).to_string());
+        let since = format!("<span title=\"{}\">{} ago</span>", Escaped(&row.since), human_age(row.age_seconds));
+        (expected(&row), vec![namespace, daemonset, node, pod, reason, detail, since, Escaped(&row.fix).to_string()])
+    });
+    table(out, "uncovered", &UNCOVERED_COLUMNS, cells)
 }
 
 /// The reason (linked), key, manager and age cells both tables have.
@@ -252,6 +281,7 @@ mod tests {
                 fix: "check NFD on n2".into(),
                 ..lost_row(7200)
             }],
+            uncovered: vec![],
             ineligible: vec![IneligibleRow {
                 namespace: "kube-system".into(),
                 daemonset: "agent".into(),

@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use crate::report::explain::{Explanation, LostRow, PodRow};
+use crate::report::explain::{Explanation, LostRow, PodRow, UncoveredRow};
 use crate::rules::reason::Reason;
+use crate::rules::uncovered::Uncovered;
 
 pub fn human_age(seconds: i64) -> String {
     match seconds {
@@ -146,6 +147,7 @@ fn render(explanation: &Explanation, wide: bool) -> String {
             table(&mut out, [a, b, c, d, e, f, g], &rows);
         }
     }
+    uncovered_tables(&mut out, &explanation.uncovered, wide);
     if wide && !explanation.ineligible.is_empty() {
         out.push_str("\nNodes each DaemonSet skips (why desired < node count):\n");
         let rows: Vec<[String; 5]> = explanation
@@ -165,6 +167,55 @@ fn render(explanation: &Explanation, wide: bool) -> String {
         out.push_str(&format!("\nWarning: {warning}\n"));
     }
     out
+}
+
+/// "Nodes without an available pod": those that need action, then the expected ones (pods
+/// on their way), which a plain table only counts.
+fn uncovered_tables(out: &mut String, rows: &[UncoveredRow], wide: bool) {
+    let expected = |r: &&UncoveredRow| Uncovered::from_name(&r.reason).is_some_and(Uncovered::expected);
+    let (starting, action): (Vec<&UncoveredRow>, Vec<&UncoveredRow>) = rows.iter().partition(expected);
+    let cells = |r: &UncoveredRow| {
+        let pod = if r.pod.is_empty() { "<none>".to_owned() } else { r.pod.clone() };
+        [
+            r.namespace.clone(),
+            r.daemonset.clone(),
+            r.node.clone(),
+            pod,
+            r.reason.clone(),
+            r.detail.clone(),
+            human_age(r.age_seconds),
+            r.fix.clone(),
+        ]
+    };
+    let header = ["NAMESPACE", "DAEMONSET", "NODE", "POD", "REASON", "DETAIL", "AGE", "SUGGESTED FIX"];
+    let print = |out: &mut String, rows: &[&UncoveredRow]| {
+        if wide {
+            table(out, header, &rows.iter().map(|r| cells(r)).collect::<Vec<_>>());
+        } else {
+            let rows: Vec<[String; 7]> = rows
+                .iter()
+                .map(|r| {
+                    let [a, b, c, d, e, f, g, _] = cells(r);
+                    [a, b, c, d, e, f, g]
+                })
+                .collect();
+            let [a, b, c, d, e, f, g, _] = header;
+            table(out, [a, b, c, d, e, f, g], &rows);
+        }
+    };
+    if !action.is_empty() {
+        out.push_str("\nNodes without an available pod, needing action:\n");
+        print(out, &action);
+    }
+    if !starting.is_empty() && wide {
+        out.push_str("\nNodes without an available pod yet (expected: pods on their way):\n");
+        print(out, &starting);
+    } else if !starting.is_empty() {
+        let nodes = if starting.len() == 1 { "1 node".to_owned() } else { format!("{} nodes", starting.len()) };
+        out.push_str(&format!(
+            "\n{nodes} without an available pod yet: pods on their way (expected; -o wide lists them).\n"
+        ));
+    }
 }
 
 /// An aligned text table, as kubectl prints one: two spaces between columns.
