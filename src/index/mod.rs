@@ -17,6 +17,7 @@ mod pod;
 mod resource;
 mod revision;
 mod store;
+mod uncovered;
 mod view;
 
 use kube::runtime::watcher::Event;
@@ -25,10 +26,11 @@ use self::coverage::Verdict;
 use self::daemonset_state::DaemonSetState;
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::store::{Scope, Store};
+use self::uncovered::first_pod_ready;
 pub use self::view::{DaemonSetView, LostNode, MisscheduledPod, UncoveredNode, nodes_by_reason};
 use crate::k8s::convert::ConvertError;
 use crate::model::interner::Interner;
-use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, PodHealth, Revision, Str, Timestamp, Uid};
+use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp, Uid};
 use crate::rules::reason::Conventions;
 
 /// When a (DaemonSet, node) pair became misscheduled, or lost, as the index saw it.
@@ -130,22 +132,6 @@ impl Index {
             next = next.into_iter().chain(due).min();
         }
         self.next_loss_expiry = next;
-    }
-
-    /// A digest of every DaemonSet's uncovered nodes by reason: it moves when a reason
-    /// does. Costs what the uncovered nodes cost, none when there are none.
-    fn uncovered_reasons(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        if self.state.values().all(|s| s.uncovered.is_empty()) {
-            return 0;
-        }
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        for view in self.daemonsets() {
-            if !view.state.uncovered.is_empty() {
-                (&view.ds.uid, view.uncovered_nodes_by_reason()).hash(&mut hasher);
-            }
-        }
-        hasher.finish()
     }
 
     pub fn now(&self) -> Timestamp {
@@ -308,26 +294,6 @@ impl Index {
         }
     }
 
-    /// Every DaemonSet's uncovered nodes, from scratch: once, when the index first syncs.
-    fn find_uncovered(&mut self) {
-        // When they became uncovered is not known: the pods' own status says.
-        let since = Since { observed: false, ..self.since() };
-        let uids: Vec<Str> = self.daemonsets.objects.keys().cloned().collect();
-        for uid in uids {
-            self.track_uncovered_everywhere(&uid, since);
-        }
-    }
-
-    /// One DaemonSet's uncovered nodes, from scratch: its placement or selector changed,
-    /// which can move any node.
-    fn track_uncovered_everywhere(&mut self, uid: &Str, since: Since) {
-        let Some(state) = self.state.get_mut(uid) else { return };
-        for node in self.nodes.objects.keys() {
-            let covered = first_pod_ready(state.claimed.get(node), &self.pods.objects);
-            state.track_uncovered(node, true, covered, since);
-        }
-    }
-
     /// The verdict of the pod that left `node` while it was eligible, now that the
     /// DaemonSet skips the node and still has no pod there.
     fn departed_verdict(&self, owner: &Str, node: &Str) -> Option<Verdict> {
@@ -342,17 +308,6 @@ impl Index {
         let due = since.at.saturating_add(self.config.lost_retention);
         self.next_loss_expiry = Some(self.next_loss_expiry.map_or(due, |next| next.min(due)));
     }
-}
-
-/// `updateDaemonSetStatus` counts a node available when its oldest daemon pod is Ready
-/// (`podutil.IsPodAvailable`; `minReadySeconds` aside).
-pub(super) fn first_pod_ready(claimed: Option<&smallvec::SmallVec<[Uid; 1]>>, pods: &FastMap<Uid, Box<Pod>>) -> bool {
-    let oldest = claimed
-        .into_iter()
-        .flatten()
-        .filter_map(|uid| pods.get(uid))
-        .min_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
-    oldest.is_some_and(|pod| pod.health == PodHealth::Ready)
 }
 
 /// The last pod of a (DaemonSet, node) pair, about to go or move.

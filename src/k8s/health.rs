@@ -22,7 +22,7 @@ pub fn read_health(status: Option<&PodStatus>) -> HealthRead {
     let Some(status) = status else { return HealthRead { health: PodHealth::Pending, since: None, detail: None } };
     let condition = |kind| status.conditions.iter().find(|c| c.kind == kind);
     let (ready, scheduled) = (condition(ConditionKind::Ready), condition(ConditionKind::PodScheduled));
-    let at = |c: Option<&PodCondition>| c.and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0.as_second());
+    let at = |c: Option<&PodCondition>| c.and_then(|c| c.last_transition);
     if ready.is_some_and(|c| c.true_) {
         return HealthRead { health: PodHealth::Ready, since: at(ready), detail: None };
     }

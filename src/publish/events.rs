@@ -194,7 +194,12 @@ impl Writer {
         let name = notice.event_name();
         let now = now();
         let event = Event {
-            metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some([(notice::MANAGED_BY.0.to_owned(), notice::MANAGED_BY.1.to_owned())].into()),
+                annotations: Some(notice.annotations()),
+                ..ObjectMeta::default()
+            },
             event_time: Some(now.clone()),
             first_timestamp: Some(Time(now.0)),
             last_timestamp: Some(Time(now.0)),

@@ -83,7 +83,25 @@ const MAX_NAME_PREFIX: usize = 253 - 17;
 /// The Event's note is at most 1 kB, as the API requires: what `kubectl describe ds` shows.
 pub const MAX_NOTE_BYTES: usize = 1024;
 
+/// The label on every Event the exporter writes, so it can find its own.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "misschedule-exporter");
+
 impl Notice {
+    /// The verdict in machine-readable form, on the Event beside the note: what an exporter
+    /// restarted after a loss can read back (the note is for people and may change).
+    pub fn annotations(&self) -> std::collections::BTreeMap<String, String> {
+        let v = &self.verdict;
+        let mut out = std::collections::BTreeMap::from([
+            ("misschedule.io/node".to_owned(), self.node.to_string()),
+            ("misschedule.io/reason".to_owned(), v.reason.as_str().to_owned()),
+            ("misschedule.io/key".to_owned(), v.key.to_string()),
+        ]);
+        if let Some(manager) = &v.manager {
+            out.insert("misschedule.io/manager".to_owned(), manager.to_string());
+        }
+        out
+    }
+
     /// The Event's note.
     pub fn note(&self) -> String {
         let v = &self.verdict;

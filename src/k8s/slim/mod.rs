@@ -1,23 +1,31 @@
 //! The shapes the exporter watches: Pods and Nodes with only the fields
 //! classification reads. serde skips everything else while parsing (containers,
-//! all of a pod's status but its phase, a pod's annotations and managedFields and
-//! most of a node's, owner references but their UID, node images…), which is most
+//! a pod's status but its phase, Ready and PodScheduled conditions and waiting
+//! containers, a pod's annotations and managedFields and most of a node's, owner
+//! references but their UID, node images…), which is most
 //! of each object's JSON, so lists decode several times faster and nothing large is
 //! ever allocated.
 //!
 //! They are ordinary `kube::Resource`s: the watcher and the snapshot reader
 //! decode straight into them. `meta` reads the metadata both share; `pod` and `node`
-//! the rest of each.
+//! the rest of each, `status` what a pod's status says of it being available.
+
+use std::fmt;
+
+use serde::Deserializer;
+use serde::de::{self, Visitor};
 
 mod meta;
 mod node;
 mod pod;
+mod status;
 
 pub use self::node::{NodeTaintsSpec, SlimNode};
 pub use self::pod::{
-    ConditionKind, ContainerStatus, PodAffinity, PodCondition, PodFieldRequirement, PodNodeAffinity, PodNodeSelector,
-    PodNodeSelectorTerm, PodPlacement, PodStatus, PodToleration, SlimPod, is_terminal_phase,
+    PodAffinity, PodFieldRequirement, PodNodeAffinity, PodNodeSelector, PodNodeSelectorTerm, PodPlacement,
+    PodToleration, SlimPod,
 };
+pub use self::status::{ConditionKind, ContainerStatus, PodCondition, PodStatus, is_terminal_phase};
 
 /// Pods and Nodes are core `v1`: an `apiVersion` that says otherwise (a number, an object,
 /// another version) is a malformed object, not one to read as if it were right. Absent is
@@ -29,6 +37,31 @@ fn core_v1<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<(), D::E
     } else {
         Err(serde::de::Error::invalid_value(serde::de::Unexpected::Str(&version), &"\"v1\""))
     }
+}
+
+/// Reads an optional string straight into what `parse` makes of it, without
+/// allocating; null and absent read as `T::default()`.
+fn parsed_str<'de, D: Deserializer<'de>, T: Default>(deserializer: D, parse: fn(&str) -> T) -> Result<T, D::Error> {
+    struct Parsed<T>(fn(&str) -> T);
+    impl<'de, T: Default> Visitor<'de> for Parsed<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            Ok((self.0)(v))
+        }
+        fn visit_none<E: de::Error>(self) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+    }
+    deserializer.deserialize_option(Parsed(parse))
 }
 
 #[cfg(test)]

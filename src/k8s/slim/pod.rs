@@ -4,14 +4,15 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
 
 use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::de::{self, Visitor};
+
 use serde::{Deserialize, Deserializer};
 
 use super::meta::slim_meta;
+use super::parsed_str;
+use super::status::PodStatus;
 use crate::model::{PlacementSpec, TaintEffect, TolerationOperator, TolerationParts};
 use crate::rules::eligibility::{DEFAULT_TOLERATIONS, NODE_NAME_FIELD};
 
@@ -28,83 +29,6 @@ pub struct SlimPod {
     pub spec: Option<PodPlacement>,
     #[serde(default)]
     pub status: Option<PodStatus>,
-}
-
-/// Of a pod's status: the phase (a deleted terminal pod no longer counts), and what says
-/// whether it is available and why not. A healthy pod's status decodes without allocating:
-/// its conditions carry no reason or message, and no container waits.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct PodStatus {
-    /// `Failed` or `Succeeded`, read without allocating.
-    #[serde(default, rename = "phase", deserialize_with = "terminal_phase")]
-    pub terminal: bool,
-    #[serde(default, deserialize_with = "nullable")]
-    pub conditions: Vec<PodCondition>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub init_container_statuses: Vec<ContainerStatus>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub container_statuses: Vec<ContainerStatus>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct PodCondition {
-    #[serde(rename = "type", default, deserialize_with = "condition_kind")]
-    pub kind: ConditionKind,
-    /// `status` is `True`.
-    #[serde(rename = "status", default, deserialize_with = "is_true")]
-    pub true_: bool,
-    pub reason: Option<String>,
-    pub message: Option<String>,
-    pub last_transition_time: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
-}
-
-/// The conditions availability is read from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ConditionKind {
-    PodScheduled,
-    Ready,
-    #[default]
-    Other,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct ContainerStatus {
-    #[serde(default, deserialize_with = "nullable")]
-    pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
-    pub image: String,
-    #[serde(default, deserialize_with = "nullable")]
-    pub state: ContainerState,
-    #[serde(default, deserialize_with = "nullable")]
-    pub last_state: ContainerState,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-pub struct ContainerState {
-    pub waiting: Option<Waiting>,
-    pub terminated: Option<Terminated>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-pub struct Waiting {
-    pub reason: Option<String>,
-    pub message: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Terminated {
-    #[serde(default, deserialize_with = "nullable")]
-    pub exit_code: i32,
-    pub reason: Option<String>,
-}
-
-/// `podutil.IsPodTerminal`.
-pub fn is_terminal_phase(phase: &str) -> bool {
-    matches!(phase, "Failed" | "Succeeded")
 }
 
 impl SlimPod {
@@ -228,58 +152,12 @@ impl PlacementSpec for PodSpec {
     }
 }
 
-/// Reads an optional string straight into what `parse` makes of it, without
-/// allocating; null and absent read as `T::default()`.
-fn parsed_str<'de, D: Deserializer<'de>, T: Default>(deserializer: D, parse: fn(&str) -> T) -> Result<T, D::Error> {
-    struct Parsed<T>(fn(&str) -> T);
-    impl<'de, T: Default> Visitor<'de> for Parsed<T> {
-        type Value = T;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a string")
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
-            Ok((self.0)(v))
-        }
-        fn visit_none<E: de::Error>(self) -> Result<T, E> {
-            Ok(T::default())
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<T, E> {
-            Ok(T::default())
-        }
-        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
-            deserializer.deserialize_str(self)
-        }
-    }
-    deserializer.deserialize_option(Parsed(parse))
-}
-
 fn toleration_operator<'de, D: Deserializer<'de>>(deserializer: D) -> Result<TolerationOperator, D::Error> {
     parsed_str(deserializer, TolerationOperator::parse)
 }
 
 fn common_str<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Cow<'static, str>>, D::Error> {
     parsed_str(deserializer, |s| Some(common(s)))
-}
-
-fn terminal_phase<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    parsed_str(deserializer, is_terminal_phase)
-}
-
-/// A field sent as `null` reads as its default, as the API server's own decoding does.
-fn nullable<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(deserializer: D) -> Result<T, D::Error> {
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
-}
-
-fn is_true<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    parsed_str(deserializer, |s| s == "True")
-}
-
-fn condition_kind<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ConditionKind, D::Error> {
-    parsed_str(deserializer, |s| match s {
-        "PodScheduled" => ConditionKind::PodScheduled,
-        "Ready" => ConditionKind::Ready,
-        _ => ConditionKind::Other,
-    })
 }
 
 fn taint_effect<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<TaintEffect>, D::Error> {

@@ -1,0 +1,96 @@
+//! The uncovered nodes: where a DaemonSet should run and its first pod is not available,
+//! or there is none (`rules::uncovered` names why). Found once when the index first syncs,
+//! then moved by each event through `Index::refresh_pair` and the node and DaemonSet
+//! impls; the clock moves the generation when a reason moves with time.
+
+use super::daemonset_state::DaemonSetState;
+use super::{Index, Since};
+use crate::model::{FastMap, Node, Pod, PodHealth, Str, Uid};
+
+impl Index {
+    /// A digest of every DaemonSet's uncovered nodes by reason: it moves when a reason
+    /// does. Costs what the uncovered nodes cost, none when there are none.
+    pub(super) fn uncovered_reasons(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        if self.state.values().all(|s| s.uncovered.is_empty()) {
+            return 0;
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for view in self.daemonsets() {
+            if !view.state.uncovered.is_empty() {
+                (&view.ds.uid, view.uncovered_nodes_by_reason()).hash(&mut hasher);
+            }
+        }
+        hasher.finish()
+    }
+
+    /// Every DaemonSet's uncovered nodes, from scratch: once, when the index first syncs.
+    /// One pass over the pods finds the nodes whose pods are not Ready (few); the nodes
+    /// with no pod at all are looked for only where a DaemonSet counts fewer than it wants.
+    pub(super) fn find_uncovered(&mut self) {
+        // When they became uncovered is not known: the pods' own status says.
+        let since = Since { observed: false, ..self.since() };
+        let unready: Vec<(Str, Str)> = self
+            .pods
+            .objects
+            .values()
+            .filter(|pod| pod.health != PodHealth::Ready)
+            .filter_map(|pod| {
+                let owner = pod.controller_uid.as_ref().or_else(|| self.adopted_by.get(&pod.uid))?;
+                Some((owner.clone(), pod.target_node.clone()?))
+            })
+            .collect();
+        for (owner, node) in unready {
+            let Some(state) = self.state.get_mut(&owner) else { continue };
+            let covered = first_pod_ready(state.claimed.get(&node), &self.pods.objects);
+            if state.claimed.contains_key(&node) {
+                state.track_uncovered(&node, self.nodes.objects.contains_key(&node), covered, since);
+            }
+        }
+        for state in self.state.values_mut() {
+            track_missing(state, &self.nodes.objects, since);
+        }
+    }
+
+    /// One DaemonSet's uncovered nodes, from scratch: its placement or selector changed,
+    /// which can move any node.
+    pub(super) fn track_uncovered_everywhere(&mut self, uid: &Str, since: Since) {
+        let Some(state) = self.state.get_mut(uid) else { return };
+        state.uncovered.clear();
+        let claimed: Vec<(Str, bool)> = state
+            .claimed
+            .iter()
+            .map(|(node, pods)| (node.clone(), first_pod_ready(Some(pods), &self.pods.objects)))
+            .collect();
+        for (node, covered) in claimed {
+            state.track_uncovered(&node, self.nodes.objects.contains_key(&node), covered, since);
+        }
+        track_missing(state, &self.nodes.objects, since);
+    }
+}
+
+/// `updateDaemonSetStatus` counts a node available when its oldest daemon pod is Ready
+/// (`podutil.IsPodAvailable`; `minReadySeconds` aside).
+pub(super) fn first_pod_ready(claimed: Option<&smallvec::SmallVec<[Uid; 1]>>, pods: &FastMap<Uid, Box<Pod>>) -> bool {
+    let oldest = claimed
+        .into_iter()
+        .flatten()
+        .filter_map(|uid| pods.get(uid))
+        .min_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+    oldest.is_some_and(|pod| pod.health == PodHealth::Ready)
+}
+
+/// The eligible nodes where the DaemonSet has no pod: uncovered. Scans the nodes only when
+/// it counts fewer eligible nodes with a pod than it wants, rare once synced.
+fn track_missing(state: &mut DaemonSetState, nodes: &FastMap<Str, Box<Node>>, since: Since) {
+    let wanted = nodes.len().saturating_sub(state.skips.len());
+    let with_pods =
+        state.claimed.keys().filter(|node| nodes.contains_key(*node) && !state.skips.contains_key(*node)).count();
+    if with_pods >= wanted {
+        return;
+    }
+    let missing: Vec<Str> = nodes.keys().filter(|node| !state.claimed.contains_key(*node)).cloned().collect();
+    for node in missing {
+        state.track_uncovered(&node, true, false, since);
+    }
+}
