@@ -207,7 +207,7 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
                 detail: u.detail.map(|d| d.to_string()).unwrap_or_default(),
                 since: rfc3339(u.since),
                 age_seconds: (now - u.since).max(0),
-                fix: uncovered_fix(u.reason, u.node),
+                fix: uncovered_fix(u.reason, u.node, u.detail.map_or("", |d| &**d)),
             });
         }
         for (reason, key, nodes) in view.ineligible_nodes() {

@@ -62,8 +62,14 @@ pub fn lost_fix(reason: Reason, key: &str, node: &str) -> String {
 }
 
 /// What to do about a node without an available pod.
-pub fn uncovered_fix(reason: Uncovered, node: &str) -> String {
+pub fn uncovered_fix(reason: Uncovered, node: &str, detail: &str) -> String {
     match reason {
+        Uncovered::Unschedulable if detail.contains("free ports") => format!(
+            "another pod on {node} holds the host port: give this DaemonSet another hostPort, or move the pod that holds it (kubectl get pods -A -o wide --field-selector spec.nodeName={node})"
+        ),
+        Uncovered::Unschedulable if !detail.contains("Insufficient") => {
+            format!("the scheduler cannot place the pod on {node} ({detail}): relax the constraint the detail names")
+        }
         Uncovered::CreateFailed => {
             "the controller cannot create the pod: see the FailedCreate Events of the DaemonSet (kubectl describe ds) for the quota, webhook or Pod Security rule that refuses it".to_owned()
         }
