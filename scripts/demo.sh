@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the exporter on a bundled snapshot (no cluster needed): print `explain`,
 # then serve /metrics and show the exporter's series. Pass --serve to keep serving.
-#   SNAPSHOT=examples/label-drift.json scripts/demo.sh
+#   SNAPSHOT=examples/taint-added.json scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
