@@ -131,21 +131,7 @@ fn render(explanation: &Explanation, wide: bool) -> String {
             ]
         };
         let header = ["NAMESPACE", "DAEMONSET", "NODE", "REASON", "KEY", "MANAGER", "AGE", "SUGGESTED FIX"];
-        if wide {
-            let rows: Vec<[String; 8]> = explanation.lost.iter().map(row).collect();
-            table(&mut out, header, &rows);
-        } else {
-            let rows: Vec<[String; 7]> = explanation
-                .lost
-                .iter()
-                .map(|r| {
-                    let [a, b, c, d, e, f, g, _] = row(r);
-                    [a, b, c, d, e, f, g]
-                })
-                .collect();
-            let [a, b, c, d, e, f, g, _] = header;
-            table(&mut out, [a, b, c, d, e, f, g], &rows);
-        }
+        table_with_fix(&mut out, header, explanation.lost.iter().map(row).collect(), wide);
     }
     uncovered_tables(&mut out, &explanation.uncovered, wide);
     if wide && !explanation.ineligible.is_empty() {
@@ -189,19 +175,7 @@ fn uncovered_tables(out: &mut String, rows: &[UncoveredRow], wide: bool) {
     };
     let header = ["NAMESPACE", "DAEMONSET", "NODE", "POD", "REASON", "DETAIL", "AGE", "SUGGESTED FIX"];
     let print = |out: &mut String, rows: &[&UncoveredRow]| {
-        if wide {
-            table(out, header, &rows.iter().map(|r| cells(r)).collect::<Vec<_>>());
-        } else {
-            let rows: Vec<[String; 7]> = rows
-                .iter()
-                .map(|r| {
-                    let [a, b, c, d, e, f, g, _] = cells(r);
-                    [a, b, c, d, e, f, g]
-                })
-                .collect();
-            let [a, b, c, d, e, f, g, _] = header;
-            table(out, [a, b, c, d, e, f, g], &rows);
-        }
+        table_with_fix(out, header, rows.iter().map(|r| cells(r)).collect(), wide);
     };
     if !action.is_empty() {
         out.push_str("\nNodes without an available pod, needing action:\n");
@@ -216,6 +190,17 @@ fn uncovered_tables(out: &mut String, rows: &[UncoveredRow], wide: bool) {
             "\n{nodes} without an available pod yet: pods on their way (expected; -o wide lists them).\n"
         ));
     }
+}
+
+/// A table whose last column is the suggested fix, shown only with `-o wide`.
+fn table_with_fix(out: &mut String, header: [&str; 8], rows: Vec<[String; 8]>, wide: bool) {
+    if wide {
+        table(out, header, &rows);
+        return;
+    }
+    let narrow: Vec<[String; 7]> = rows.into_iter().map(|[a, b, c, d, e, f, g, _]| [a, b, c, d, e, f, g]).collect();
+    let [a, b, c, d, e, f, g, _] = header;
+    table(out, [a, b, c, d, e, f, g], &narrow);
 }
 
 /// An aligned text table, as kubectl prints one: two spaces between columns.
