@@ -32,7 +32,9 @@ pub struct Classification {
     pub pod_selector: String,
 
     /// How long a lost node (one whose daemon pod the controller deleted, and which the
-    /// DaemonSet has not covered since) stays listed: 24h, 90m, 1h30m, 3600s.
+    /// DaemonSet has not covered since) stays listed: 24h, 90m, 1h30m, 3600s. Only what
+    /// watches remembers losses (the exporter, `kubectl misschedule --watch`); one look
+    /// and what-if ignore it.
     #[arg(long, env = "MISSCHEDULE_LOST_NODE_RETENTION", default_value = "24h", value_parser = parse_retention, global = true)]
     pub lost_node_retention: i64,
 }

@@ -25,7 +25,8 @@ pub enum Output {
     /// More: the suggested fix and the nodes each DaemonSet skips (what-if: what the
     /// controller does).
     Wide,
-    /// The whole answer as JSON (the object `GET /explain` serves).
+    /// The whole answer as JSON: for an explanation, the object `GET /explain` serves;
+    /// for what-if, the change and its effects (docs/what-if.md).
     Json,
     /// The same as YAML.
     Yaml,

@@ -239,7 +239,7 @@ fn answer(cli: &Cli, explanation: &Explanation) -> Result<Exit, Failure> {
 
 /// What `--watch` prints: each new answer (ages alone do not make one). On a terminal it
 /// replaces the last; in a pipe they follow one another as `kubectl get -w` does: JSON
-/// objects back to back, YAML documents after `---`, tables after a blank line.
+/// objects back to back, YAML documents after `---`, tables after `--- changed, as of T`.
 struct Screen {
     output: Output,
     terminal: bool,
@@ -257,11 +257,13 @@ impl Screen {
             return Ok(true);
         }
         let text = text::print(&explanation, self.output)?;
+        let as_of = explanation.looked_at.as_ref().map_or("", |l| l.as_of.as_str());
         let separator = match (self.terminal, self.output, self.shown.is_some()) {
-            (true, _, _) => "\x1b[2J\x1b[H",
-            (false, Output::Yaml, _) => "---\n",
-            (false, Output::Table | Output::Wide, true) => "\n",
-            (false, _, _) => "",
+            (true, _, _) => "\x1b[2J\x1b[H".to_owned(),
+            (false, Output::Yaml, _) => "---\n".to_owned(),
+            // Each new table says when it changed: the ages alone do not.
+            (false, Output::Table | Output::Wide, true) => format!("\n--- changed, as of {as_of}\n"),
+            (false, _, _) => String::new(),
         };
         let mut stdout = std::io::stdout().lock();
         match write!(stdout, "{separator}{text}").and_then(|()| stdout.flush()) {
