@@ -210,3 +210,17 @@ fn every_surface_lists_them_apart_from_what_is_expected() {
     assert!(wide.contains("\nNodes without an available pod yet (expected: pods on their way):\n"), "{wide}");
     assert!(wide.contains("the image cannot be pulled"), "{wide}");
 }
+
+#[test]
+fn every_uncovered_reason_has_a_runbook_section_the_page_links() {
+    use misschedule_exporter::report::html::ReasonLink;
+    use misschedule_exporter::rules::uncovered::Uncovered;
+    let runbooks = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/runbooks.md")).unwrap();
+    for reason in Uncovered::ALL {
+        let name = reason.as_str();
+        assert!(runbooks.contains(&format!("\n### `{name}`\n")), "docs/runbooks.md has no section for {name}");
+        let link = ReasonLink(name).to_string();
+        assert!(link.contains(&format!("docs/runbooks.md#{name}\">{name}</a>")), "{link}");
+        assert_eq!(link.contains("expected"), reason.expected(), "{link}");
+    }
+}

@@ -5,6 +5,7 @@
 use std::fmt::{self, Display, Write as _};
 
 use crate::rules::reason::Reason;
+use crate::rules::uncovered::Uncovered;
 
 /// Where each reason's runbook section is (`docs/runbooks.md`, one `###` per reason), as the
 /// mixin's `runbookURLPattern` points its alerts.
@@ -42,11 +43,14 @@ pub struct ReasonLink<'a>(pub &'a str);
 
 impl Display for ReasonLink<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match Reason::from_name(self.0) {
-            Some(reason) => {
-                let name = reason.as_str();
+        // A misscheduled or lost node's reason, or an uncovered node's: each has a section.
+        let known = Reason::from_name(self.0)
+            .map(|r| (r.as_str(), r.expected()))
+            .or_else(|| Uncovered::from_name(self.0).map(|r| (r.as_str(), r.expected())));
+        match known {
+            Some((name, expected)) => {
                 write!(f, "<a href=\"{RUNBOOKS}#{name}\">{name}</a>")?;
-                if reason.expected() {
+                if expected {
                     f.write_str("<span class=\"tag\">expected</span>")?;
                 }
                 Ok(())

@@ -198,8 +198,9 @@ fn uncovered_table(out: &mut String, rows: &[UncoveredRow]) -> fmt::Result {
     )?;
     let cells = action.into_iter().chain(starting).map(|row| {
         let pod = if row.pod.is_empty() { "none" } else { &row.pod };
-        let [namespace, daemonset, node, pod, reason, detail] =
-            [&*row.namespace, &row.daemonset, &row.node, pod, &row.reason, &row.detail].map(|s| Escaped(s).to_string());
+        let [namespace, daemonset, node, pod, detail] =
+            [&*row.namespace, &row.daemonset, &row.node, pod, &row.detail].map(|s| Escaped(s).to_string());
+        let reason = ReasonLink(&row.reason).to_string();
         let since = format!("<span title=\"{}\">{} ago</span>", Escaped(&row.since), human_age(row.age_seconds));
         (expected(&row), vec![namespace, daemonset, node, pod, reason, detail, since, Escaped(&row.fix).to_string()])
     });
