@@ -42,10 +42,9 @@ impl Index {
             .collect();
         for (owner, node) in unready {
             let Some(state) = self.state.get_mut(&owner) else { continue };
-            let covered = first_pod_ready(state.claimed.get(&node), &self.pods.objects);
-            if state.claimed.contains_key(&node) {
-                state.track_uncovered(&node, self.nodes.objects.contains_key(&node), covered, since);
-            }
+            let Some(pods) = state.claimed.get(&node) else { continue };
+            let covered = first_pod_ready(Some(pods), &self.pods.objects);
+            state.track_uncovered(&node, self.nodes.objects.contains_key(&node), covered, since);
         }
         for state in self.state.values_mut() {
             track_missing(state, &self.nodes.objects, since);
@@ -69,15 +68,20 @@ impl Index {
     }
 }
 
+/// The pod `updateDaemonSetStatus` looks at on a node: the oldest claimed one, in the
+/// order `DaemonSetView::pods_on` lists them.
+pub(super) fn first_pod<'p>(
+    claimed: Option<&smallvec::SmallVec<[Uid; 1]>>,
+    pods: &'p FastMap<Uid, Box<Pod>>,
+) -> Option<&'p Pod> {
+    let pods = claimed.into_iter().flatten().filter_map(|uid| pods.get(uid).map(|p| &**p));
+    pods.min_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)))
+}
+
 /// `updateDaemonSetStatus` counts a node available when its oldest daemon pod is Ready
 /// (`podutil.IsPodAvailable`; `minReadySeconds` aside).
 pub(super) fn first_pod_ready(claimed: Option<&smallvec::SmallVec<[Uid; 1]>>, pods: &FastMap<Uid, Box<Pod>>) -> bool {
-    let oldest = claimed
-        .into_iter()
-        .flatten()
-        .filter_map(|uid| pods.get(uid))
-        .min_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
-    oldest.is_some_and(|pod| pod.health == PodHealth::Ready)
+    first_pod(claimed, pods).is_some_and(|pod| pod.health == PodHealth::Ready)
 }
 
 /// The eligible nodes where the DaemonSet has no pod: uncovered. Scans the nodes only when

@@ -4,6 +4,7 @@
 use super::Index;
 use super::coverage::Verdict;
 use super::daemonset_state::DaemonSetState;
+use super::uncovered::first_pod;
 use crate::model::{DaemonSet, Node, Pod, Str, Timestamp};
 use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::{Classification, Reason, classify};
@@ -127,7 +128,8 @@ impl<'a> DaemonSetView<'a> {
         let now = self.index.now;
         let mut out = Vec::with_capacity(self.state.uncovered.len());
         for (node, since) in &self.state.uncovered {
-            let pod = self.pods_on(node).into_iter().next();
+            // The one pod the controller counts there, without sorting every claimed one.
+            let pod = first_pod(self.state.claimed.get(node), &self.index.pods.objects);
             let (reason, evidence) = match pod {
                 Some(pod) => {
                     let entered = pod.health_since().max(pod.created);
