@@ -531,7 +531,7 @@ fn service_monitor_and_rule_knobs_kube_prometheus_stack_users_set() {
 fn events_grant_writing_events_only_when_enabled() {
     let files = render(json!({"events": {"enabled": true}}));
     let rules = files["clusterrole.yaml"].1["rules"].as_array().unwrap().clone();
-    assert_eq!(rules[2..], [json!({"apiGroups": [""], "resources": ["events"], "verbs": ["create", "get", "patch"]})]);
+    assert_eq!(rules[3..], [json!({"apiGroups": [""], "resources": ["events"], "verbs": ["create", "get", "patch"]})]);
     let container = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0];
     assert!(container["args"].as_array().unwrap().iter().any(|a| a == "--events"));
     // The Events name the replica that wrote them.
@@ -539,7 +539,12 @@ fn events_grant_writing_events_only_when_enabled() {
     assert!(env.iter().any(|e| e["name"] == "POD_NAME" && e["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"));
 
     let files = render(json!({}));
-    assert_eq!(files["clusterrole.yaml"].1["rules"].as_array().unwrap().len(), 2, "read-only by default");
+    let rules = files["clusterrole.yaml"].1["rules"].as_array().unwrap().clone();
+    assert_eq!(
+        rules[2..],
+        [json!({"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]})],
+        "read-only by default: the controller's FailedCreate Events"
+    );
     let args = &files["deployment.yaml"].1["spec"]["template"]["spec"]["containers"][0]["args"];
     assert!(!args.as_array().unwrap().iter().any(|a| a == "--events"));
 }

@@ -150,6 +150,75 @@ fn every_node_without_an_available_pod_has_one_reason() {
 }
 
 #[test]
+fn a_failed_create_says_why_each_node_without_a_pod_has_none() {
+    use misschedule_exporter::index::{EVENTS_REFUSED, FailedCreateEvent};
+    let ds = daemonset("agent", json!({}));
+    let nodes = vec![node("n1", &[], &[]), node("n2", &[], &[])];
+    let pods = vec![ready(daemon_pod(&ds, "n1", "h", true))];
+    let mut index = cluster(nodes, vec![ds.clone()], vec![revision(&ds, "h")], pods);
+    assert_eq!(uncovered(&index), [row("n2", "", "starting", "")]);
+    let refused = FailedCreateEvent {
+        uid: "e1".into(),
+        daemonset: ds.metadata.uid.clone().unwrap(),
+        message: "Error creating: pods \"agent-x7k2p\" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1".into(),
+        at: NOW,
+    };
+    // The controller tried since n2 went without a pod, and was refused: no grace.
+    index.apply_failed_create(&refused);
+    let detail = "forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1";
+    assert_eq!(uncovered(&index), [row("n2", "", "create_failed", detail)]);
+    // An older Event does not replace a newer one; a newer one does.
+    index.apply_failed_create(&FailedCreateEvent {
+        uid: "e0".into(),
+        message: "old".into(),
+        at: NOW - 60,
+        ..refused.clone()
+    });
+    assert_eq!(uncovered(&index)[0].3, detail);
+    // The Event expires: the node still has no pod past the grace, with nothing to say why.
+    index.delete_failed_create("e1");
+    index.set_now(NOW + 600);
+    assert_eq!(uncovered(&index), [row("n2", "", "create_failed", "")]);
+    // Events that cannot be read are said to be unread.
+    index.failed_creates_refused();
+    assert_eq!(uncovered(&index), [row("n2", "", "create_failed", EVENTS_REFUSED)]);
+    // A relist brings back what exists, and the pod once made ends it.
+    index.reset_failed_creates(&[refused]);
+    assert_eq!(uncovered(&index), [row("n2", "", "create_failed", detail)]);
+    apply(&mut index, ready(daemon_pod(&ds, "n2", "h", true)));
+    assert_eq!(uncovered(&index), []);
+}
+
+#[test]
+fn a_pod_counts_as_available_once_ready_for_longer_than_min_ready_seconds() {
+    let ds = daemonset("agent", json!({}));
+    let mut ds_slow = ds.clone();
+    ds_slow.spec.as_mut().unwrap().min_ready_seconds = Some(30);
+    let became_ready = |pod: Pod| {
+        let mut pod = ready(pod);
+        let at = rfc3339(NOW);
+        pod.status.as_mut().unwrap().conditions.as_mut().unwrap()[1].last_transition_time = Some(from(json!(at)));
+        pod
+    };
+    let pods = vec![became_ready(daemon_pod(&ds, "n1", "h", true))];
+    let mut index = cluster(vec![node("n1", &[], &[])], vec![ds_slow.clone()], vec![revision(&ds, "h")], pods);
+    assert_eq!(uncovered(&index), [row("n1", "agent-n1", "starting", "")], "Ready, not for 30 s yet");
+    index.set_now(NOW + 30);
+    assert_eq!(uncovered(&index).len(), 1, "podutil.IsPodAvailable wants longer than minReadySeconds");
+    index.set_now(NOW + 31);
+    assert_eq!(uncovered(&index), [], "by the clock alone");
+    // Without minReadySeconds, Ready is available at once.
+    apply(&mut index, ds);
+    apply(&mut index, became_ready(daemon_pod(&ds_slow, "n1", "h", true)));
+    assert_eq!(uncovered(&index), []);
+}
+
+/// `at` (unix seconds) as the API writes a time.
+fn rfc3339(at: i64) -> String {
+    jiff::Timestamp::from_second(at).unwrap().to_string()
+}
+
+#[test]
 fn a_new_daemonset_is_starting_everywhere_until_its_pods_are_ready() {
     let ds = daemonset("agent", json!({"nodeSelector": {"pool": "a"}}));
     let nodes = vec![node("n1", &[("pool", "a")], &[]), node("n2", &[], &[])];

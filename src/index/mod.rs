@@ -12,6 +12,7 @@ mod adoption;
 pub mod coverage;
 mod daemonset;
 mod daemonset_state;
+mod failed_create;
 mod node;
 mod pod;
 mod resource;
@@ -24,10 +25,11 @@ use kube::runtime::watcher::Event;
 
 use self::coverage::Verdict;
 use self::daemonset_state::DaemonSetState;
+pub use self::failed_create::{EventsRead, FailedCreateEvent};
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::store::{Scope, Store};
-use self::uncovered::first_pod_ready;
-pub use self::view::{DaemonSetView, LostNode, MisscheduledPod, UncoveredNode, nodes_by_reason};
+use self::uncovered::first_pod_available;
+pub use self::view::{DaemonSetView, EVENTS_REFUSED, LostNode, MisscheduledPod, UncoveredNode, nodes_by_reason};
 use crate::k8s::convert::ConvertError;
 use crate::model::interner::Interner;
 use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp, Uid};
@@ -94,6 +96,9 @@ pub struct Index {
     /// The uncovered nodes' reasons as last counted: a pod past its grace moves from
     /// `starting` with time alone, and readers cache on the generation.
     uncovered_reasons_seen: u64,
+    /// Each DaemonSet's last `FailedCreate` (by DaemonSet UID), with its Event's UID.
+    failed_create_events: FastMap<Str, (Str, failed_create::FailedCreate)>,
+    events_read: EventsRead,
 }
 
 impl Index {
@@ -113,6 +118,7 @@ impl Index {
         let ticked = now != self.now;
         self.now = now;
         if ticked {
+            self.mature_uncovered();
             let reasons = self.uncovered_reasons();
             if reasons != self.uncovered_reasons_seen {
                 self.uncovered_reasons_seen = reasons;
@@ -284,9 +290,10 @@ impl Index {
         let verdict = verdict.or_else(|| self.departed_verdict(owner, node));
         let node_exists = self.nodes.objects.contains_key(node);
         let synced = self.synced();
+        let min_ready = self.daemonsets.objects.get(owner).map_or(0, |ds| ds.min_ready_seconds);
         let Some(state) = self.state.get_mut(owner) else { return };
         if synced {
-            let covered = first_pod_ready(state.claimed.get(node), &self.pods.objects);
+            let covered = first_pod_available(state.claimed.get(node), &self.pods.objects, min_ready, self.now);
             state.track_uncovered(node, node_exists, covered, since);
         }
         if state.refresh(node, node_exists, since, verdict) {

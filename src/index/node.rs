@@ -2,7 +2,7 @@
 //! node for every DaemonSet.
 
 use super::coverage::{Flap, Verdict};
-use super::{Index, Indexed, Resource, Store, Stored, first_pod_ready};
+use super::{Index, Indexed, Resource, Store, Stored, first_pod_available};
 use crate::k8s::convert::{self, ConvertError};
 use crate::k8s::slim::SlimNode;
 use crate::model::interner::Interner;
@@ -44,7 +44,8 @@ impl Stored for Node {
             let state = index.state.entry(uid.clone()).or_default();
             state.set_skip(&node.name, should_run(&node, &ds.template));
             if synced {
-                let covered = first_pod_ready(state.claimed.get(&node.name), &index.pods.objects);
+                let pods = &index.pods.objects;
+                let covered = first_pod_available(state.claimed.get(&node.name), pods, ds.min_ready_seconds, index.now);
                 state.track_uncovered(&node.name, true, covered, since);
             }
             state.refresh(&node.name, true, since, None);

@@ -5,7 +5,8 @@
 
 use super::daemonset_state::DaemonSetState;
 use super::{Index, Since};
-use crate::model::{FastMap, Node, Pod, PodHealth, Str, Uid};
+use crate::model::{FastMap, Node, Pod, Str, Timestamp, Uid};
+use crate::rules::uncovered::is_available;
 
 impl Index {
     /// A digest of every DaemonSet's uncovered nodes by reason: it moves when a reason
@@ -25,25 +26,29 @@ impl Index {
     }
 
     /// Every DaemonSet's uncovered nodes, from scratch: once, when the index first syncs.
-    /// One pass over the pods finds the nodes whose pods are not Ready (few); the nodes
+    /// One pass over the pods finds the nodes whose pods are not available (few); the nodes
     /// with no pod at all are looked for only where a DaemonSet counts fewer than it wants.
     pub(super) fn find_uncovered(&mut self) {
         // When they became uncovered is not known: the pods' own status says.
         let since = Since { observed: false, ..self.since() };
-        let unready: Vec<(Str, Str)> = self
+        let min_ready = |owner: &Str| self.daemonsets.objects.get(owner).map_or(0, |ds| ds.min_ready_seconds);
+        let unavailable: Vec<(Str, Str)> = self
             .pods
             .objects
             .values()
-            .filter(|pod| pod.health != PodHealth::Ready)
             .filter_map(|pod| {
                 let owner = pod.controller_uid.as_ref().or_else(|| self.adopted_by.get(&pod.uid))?;
+                if is_available(pod.health, pod.health_since(), min_ready(owner), self.now) {
+                    return None;
+                }
                 Some((owner.clone(), pod.target_node.clone()?))
             })
             .collect();
-        for (owner, node) in unready {
+        for (owner, node) in unavailable {
+            let min_ready = min_ready(&owner);
             let Some(state) = self.state.get_mut(&owner) else { continue };
             let Some(pods) = state.claimed.get(&node) else { continue };
-            let covered = first_pod_ready(Some(pods), &self.pods.objects);
+            let covered = first_pod_available(Some(pods), &self.pods.objects, min_ready, self.now);
             state.track_uncovered(&node, self.nodes.objects.contains_key(&node), covered, since);
         }
         for state in self.state.values_mut() {
@@ -51,15 +56,36 @@ impl Index {
         }
     }
 
+    /// The nodes whose pods became available by the clock alone: Ready for longer than
+    /// their DaemonSet's `minReadySeconds` now. Once a second, over those DaemonSets'
+    /// uncovered nodes only.
+    pub(super) fn mature_uncovered(&mut self) {
+        for (uid, state) in &mut self.state {
+            let min_ready = self.daemonsets.objects.get(uid).map_or(0, |ds| ds.min_ready_seconds);
+            if min_ready == 0 || state.uncovered.is_empty() {
+                continue;
+            }
+            let before = state.uncovered.len();
+            let (pods, now) = (&self.pods.objects, self.now);
+            let claimed = &state.claimed;
+            state.uncovered.retain(|node, _| !first_pod_available(claimed.get(node), pods, min_ready, now));
+            if state.uncovered.len() != before {
+                self.generation += 1;
+            }
+        }
+    }
+
     /// One DaemonSet's uncovered nodes, from scratch: its placement or selector changed,
     /// which can move any node.
     pub(super) fn track_uncovered_everywhere(&mut self, uid: &Str, since: Since) {
+        let min_ready = self.daemonsets.objects.get(uid).map_or(0, |ds| ds.min_ready_seconds);
         let Some(state) = self.state.get_mut(uid) else { return };
         state.uncovered.clear();
+        let pods = &self.pods.objects;
         let claimed: Vec<(Str, bool)> = state
             .claimed
             .iter()
-            .map(|(node, pods)| (node.clone(), first_pod_ready(Some(pods), &self.pods.objects)))
+            .map(|(node, claimed)| (node.clone(), first_pod_available(Some(claimed), pods, min_ready, self.now)))
             .collect();
         for (node, covered) in claimed {
             state.track_uncovered(&node, self.nodes.objects.contains_key(&node), covered, since);
@@ -78,10 +104,15 @@ pub(super) fn first_pod<'p>(
     pods.min_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)))
 }
 
-/// `updateDaemonSetStatus` counts a node available when its oldest daemon pod is Ready
-/// (`podutil.IsPodAvailable`; `minReadySeconds` aside).
-pub(super) fn first_pod_ready(claimed: Option<&smallvec::SmallVec<[Uid; 1]>>, pods: &FastMap<Uid, Box<Pod>>) -> bool {
-    first_pod(claimed, pods).is_some_and(|pod| pod.health == PodHealth::Ready)
+/// `updateDaemonSetStatus` counts a node available when its oldest daemon pod is
+/// (`podutil.IsPodAvailable`).
+pub(super) fn first_pod_available(
+    claimed: Option<&smallvec::SmallVec<[Uid; 1]>>,
+    pods: &FastMap<Uid, Box<Pod>>,
+    min_ready_seconds: u32,
+    now: Timestamp,
+) -> bool {
+    first_pod(claimed, pods).is_some_and(|pod| is_available(pod.health, pod.health_since(), min_ready_seconds, now))
 }
 
 /// The eligible nodes where the DaemonSet has no pod: uncovered. Scans the nodes only when

@@ -4,6 +4,7 @@
 use super::Index;
 use super::coverage::Verdict;
 use super::daemonset_state::DaemonSetState;
+use super::failed_create::EventsRead;
 use super::uncovered::first_pod;
 use crate::model::{DaemonSet, Node, Pod, Str, Timestamp};
 use crate::rules::eligibility::{Skip, SkipReason};
@@ -80,6 +81,9 @@ pub struct MisscheduledPod<'a> {
     pub episode: u64,
 }
 
+/// What a node without a pod says when the controller's `FailedCreate` Events could not be read.
+pub const EVENTS_REFUSED: &str = "FailedCreate Events not readable: grant list and watch on events";
+
 /// A node the DaemonSet should run on without an available pod, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UncoveredNode<'a> {
@@ -88,7 +92,7 @@ pub struct UncoveredNode<'a> {
     pub pod: Option<&'a Pod>,
     pub reason: Uncovered,
     /// In the scheduler's or the kubelet's words; none when they say nothing.
-    pub detail: Option<&'a Str>,
+    pub detail: Option<&'a str>,
     /// When the node became uncovered (unix seconds).
     pub since: Timestamp,
 }
@@ -127,6 +131,12 @@ impl<'a> DaemonSetView<'a> {
     pub fn uncovered_nodes(&self) -> Vec<UncoveredNode<'a>> {
         let now = self.index.now;
         let mut out = Vec::with_capacity(self.state.uncovered.len());
+        let failed_create = self.index.failed_create(&self.ds.uid);
+        let missing_detail = match (failed_create, self.index.events_read()) {
+            (Some(failed), _) => Some(&*failed.detail),
+            (None, EventsRead::Refused) => Some(EVENTS_REFUSED),
+            (None, _) => None,
+        };
         for (node, since) in &self.state.uncovered {
             // The one pod the controller counts there, without sorting every claimed one.
             let pod = first_pod(self.state.claimed.get(node), &self.index.pods.objects);
@@ -137,10 +147,14 @@ impl<'a> DaemonSetView<'a> {
                     // A pod Ready by now, with the index not yet told: on its way.
                     (reason.unwrap_or(Uncovered::Starting), entered)
                 }
-                None => (missing_reason(false, since.at, now), since.at),
+                None => (missing_reason(failed_create.map(|f| f.at), since.at, now), since.at),
+            };
+            let detail = match pod {
+                Some(pod) => pod.detail().map(|d| &**d),
+                None => missing_detail,
             };
             let at = if since.observed { since.at } else { evidence.min(since.at) };
-            out.push(UncoveredNode { node, pod, reason, detail: pod.and_then(Pod::detail), since: at });
+            out.push(UncoveredNode { node, pod, reason, detail, since: at });
         }
         out
     }

@@ -170,7 +170,16 @@ pub fn daemonset(ds: &apps::DaemonSet, interner: &mut Interner) -> Result<Daemon
         number_misscheduled: s.number_misscheduled.into(),
         desired_number_scheduled: s.desired_number_scheduled.into(),
     });
-    Ok(DaemonSet { uid, id, selector, template, status, deleting: meta.deletion_timestamp.is_some() })
+    let min_ready_seconds = spec.and_then(|s| s.min_ready_seconds).map_or(0, |s| u32::try_from(s).unwrap_or(0));
+    Ok(DaemonSet {
+        uid,
+        id,
+        selector,
+        template,
+        status,
+        deleting: meta.deletion_timestamp.is_some(),
+        min_ready_seconds,
+    })
 }
 
 pub fn revision(rev: &ControllerRevision, interner: &mut Interner) -> Result<Revision, ConvertError> {

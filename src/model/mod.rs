@@ -220,6 +220,8 @@ pub struct DaemonSet {
     pub status: Option<DaemonSetStatus>,
     /// `deletionTimestamp` is set: the controller no longer syncs it (no status, no adoption).
     pub deleting: bool,
+    /// `spec.minReadySeconds`: how long a pod must have been Ready to count as available.
+    pub min_ready_seconds: u32,
 }
 
 impl DaemonSet {

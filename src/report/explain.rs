@@ -204,10 +204,10 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
                 node: u.node.to_string(),
                 pod: u.pod.map(|p| p.id.name.to_string()).unwrap_or_default(),
                 reason: u.reason.as_str().to_owned(),
-                detail: u.detail.map(|d| d.to_string()).unwrap_or_default(),
+                detail: u.detail.unwrap_or_default().to_owned(),
                 since: rfc3339(u.since),
                 age_seconds: (now - u.since).max(0),
-                fix: uncovered_fix(u.reason, u.node, u.detail.map_or("", |d| &**d)),
+                fix: uncovered_fix(u.reason, u.node, u.detail.unwrap_or_default()),
             });
         }
         for (reason, key, nodes) in view.ineligible_nodes() {

@@ -245,7 +245,7 @@ impl Collector for ClusterCollector {
             "A node the DaemonSet should run on without an available daemon pod, with the pod (empty when there is none), the reason and a short detail in the scheduler's or the kubelet's words",
             uncovered_rows().map(|(ds, n)| {
                 let pod = n.pod.map_or("", |p| &*p.id.name);
-                let detail = n.detail.map_or("", |d| &**d);
+                let detail = n.detail.unwrap_or_default();
                 ((uncovered_labels(ds, n), [("pod", pod), ("detail", detail)]), 1)
             }),
         )?;

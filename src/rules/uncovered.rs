@@ -76,6 +76,12 @@ impl fmt::Display for Uncovered {
     }
 }
 
+/// `podutil.IsPodAvailable`: Ready, and Ready for longer than `min_ready_seconds` (since
+/// `ready_since`, the Ready condition's lastTransitionTime) when that is set.
+pub fn is_available(health: PodHealth, ready_since: Timestamp, min_ready_seconds: u32, now: Timestamp) -> bool {
+    health == PodHealth::Ready && (min_ready_seconds == 0 || ready_since + Timestamp::from(min_ready_seconds) < now)
+}
+
 /// The reason for a pod that is not available, in health `health` since `since`, at `now`.
 /// `None` when it is available. A pod being deleted is being replaced (a rollout, an
 /// eviction): starting.
@@ -93,15 +99,33 @@ pub fn pod_reason(health: PodHealth, since: Timestamp, deleting: bool, now: Time
     })
 }
 
-/// The reason for an eligible node with no pod at all, missing since `since`: the
-/// controller's last `FailedCreate` for the DaemonSet says why it cannot make one; without
-/// one, a pod not made past the grace period is a failed create all the same.
-pub fn missing_reason(failed_create: bool, since: Timestamp, now: Timestamp) -> Uncovered {
-    if failed_create || now.saturating_sub(since) >= STARTING_GRACE_SECONDS {
+/// The reason for an eligible node with no pod at all, missing since `since`. A
+/// `FailedCreate` the controller wrote for the DaemonSet at `failed_create_at`, after the
+/// node went missing, says it tried and was refused: no grace. Without one, a pod not made
+/// past the grace period is a failed create all the same (the Event may have expired, or
+/// not be readable).
+pub fn missing_reason(failed_create_at: Option<Timestamp>, since: Timestamp, now: Timestamp) -> Uncovered {
+    let refused = failed_create_at.is_some_and(|at| at >= since);
+    if refused || now.saturating_sub(since) >= STARTING_GRACE_SECONDS {
         Uncovered::CreateFailed
     } else {
         Uncovered::Starting
     }
+}
+
+/// The detail of a `FailedCreate` Event, as `RealPodControl.createPods` words it
+/// (`Error creating: <the API server's refusal>`): the refusal alone, without the generated
+/// pod name (a new one each attempt) or the correlator's `(combined from similar events)`,
+/// so one cause reads the same on every node and every retry.
+///
+/// `Error creating: pods "agent-x7k2p" is forbidden: exceeded quota: q, …` →
+/// `forbidden: exceeded quota: q, …`.
+pub fn create_detail(message: &str) -> String {
+    let message = message.trim_start_matches("(combined from similar events): ");
+    let refusal = message.strip_prefix("Error creating: ").unwrap_or(message);
+    let without_name =
+        refusal.strip_prefix("pods \"").and_then(|rest| rest.split_once("\" is ")).map_or(refusal, |(_, tail)| tail);
+    short(without_name)
 }
 
 /// What the kubelet's waiting reason of a container says (`kuberuntime`'s and the image
@@ -229,9 +253,40 @@ mod tests {
         assert_eq!(pod_reason(Creating, now - 600, false, now), Some(Uncovered::NotReady), "past the grace");
         assert_eq!(pod_reason(NotReady, now - 600, false, now), Some(Uncovered::NotReady));
         assert_eq!(pod_reason(CrashLoop, now - 600, true, now), Some(Uncovered::Starting), "being replaced");
-        assert_eq!(missing_reason(true, now, now), Uncovered::CreateFailed);
-        assert_eq!(missing_reason(false, now - 10, now), Uncovered::Starting);
-        assert_eq!(missing_reason(false, now - 600, now), Uncovered::CreateFailed);
+        assert_eq!(missing_reason(Some(now), now - 10, now), Uncovered::CreateFailed, "refused since");
+        assert_eq!(missing_reason(Some(now - 60), now - 10, now), Uncovered::Starting, "refused before");
+        assert_eq!(missing_reason(None, now - 10, now), Uncovered::Starting);
+        assert_eq!(missing_reason(None, now - 600, now), Uncovered::CreateFailed);
+    }
+
+    #[test]
+    fn a_failed_create_reads_the_same_on_every_retry() {
+        let cases = [
+            (
+                "Error creating: pods \"agent-x7k2p\" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=2, limited: pods=2",
+                "forbidden: exceeded quota: pods, requested: pods=1, used: pods=2, limited: pods=2",
+            ),
+            (
+                "(combined from similar events): Error creating: pods \"agent-9qz4d\" is forbidden: violates PodSecurity \"baseline:latest\": host namespaces",
+                "forbidden: violates PodSecurity \"baseline:latest\": host namespaces",
+            ),
+            (
+                "Error creating: Internal error occurred: failed calling webhook \"w.example.com\"",
+                "Internal error occurred: failed calling webhook \"w.example.com\"",
+            ),
+        ];
+        for (message, detail) in cases {
+            assert_eq!(create_detail(message), detail, "{message}");
+        }
+    }
+
+    #[test]
+    fn available_is_ready_for_longer_than_min_ready_seconds() {
+        use PodHealth::*;
+        assert!(is_available(Ready, 100, 0, 100), "at once without minReadySeconds");
+        assert!(!is_available(Ready, 100, 10, 110), "not at exactly minReadySeconds");
+        assert!(is_available(Ready, 100, 10, 111));
+        assert!(!is_available(NotReady, 0, 0, 1_000));
     }
 
     #[test]

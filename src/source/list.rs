@@ -1,4 +1,4 @@
-//! One list of the four resources into a fresh index: a one-shot answer (`explain`, the
+//! One list of the four resources (and the `FailedCreate` Events) into a fresh index: a one-shot answer (`explain`, the
 //! kubectl plugin) needs no watch. Lists are paged, as the watcher's initial list is, and
 //! a refusal is one line that says what to grant.
 
@@ -55,6 +55,7 @@ pub async fn list_into(
         in_each::<ControllerRevision>(client, namespaces, "controllerrevisions", &ListParams::default()).await?,
     )?;
     index.relist(in_each::<SlimPod>(client, namespaces, "pods", &pods).await?)?;
+    crate::source::failed_creates::list_into(index, client, namespaces).await;
     Ok(())
 }
 

@@ -2,10 +2,12 @@
 //! `connect`), one list of everything (`list`, for one-shot answers), or snapshot files.
 //! `request` sends a watch's calls, `progress` judges how each ended, and `retry` decides
 //! when a failed watch relists; `advice` says what an API server's refusal asks for.
+//! `failed_creates` watches the controller's `FailedCreate` Events beside them.
 
 pub mod advice;
 mod burst;
 pub mod connect;
+pub mod failed_creates;
 pub mod list;
 pub mod manifest;
 pub mod progress;

@@ -70,7 +70,8 @@ impl WatchConfig {
     }
 }
 
-/// Start every watch. The tasks run until the set is dropped.
+/// Start every watch, and the optional one of `FailedCreate` Events. The tasks run until
+/// the set is dropped.
 pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>, telemetry: Arc<Telemetry>) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     let watch = Watch { client, config: config.clone(), shared, telemetry };
@@ -80,7 +81,8 @@ pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>, tele
     for scope in scopes {
         tasks.spawn(watch.clone().run::<DaemonSet>(scope.clone(), None));
         tasks.spawn(watch.clone().run::<ControllerRevision>(scope.clone(), None));
-        tasks.spawn(watch.clone().run::<SlimPod>(scope, Some(config.pod_selector.clone())));
+        tasks.spawn(watch.clone().run::<SlimPod>(scope.clone(), Some(config.pod_selector.clone())));
+        tasks.spawn(super::failed_creates::run(watch.client.clone(), scope, watch.shared.clone()));
     }
     tasks
 }

@@ -322,7 +322,8 @@ pub fn exporter_role(pod_verbs: &[&str]) -> k8s_openapi::api::rbac::v1::ClusterR
         "rules": [
             {"apiGroups": [""], "resources": ["nodes"], "verbs": READ},
             {"apiGroups": [""], "resources": ["pods"], "verbs": pod_verbs},
-            {"apiGroups": ["apps"], "resources": ["daemonsets", "controllerrevisions"], "verbs": READ}
+            {"apiGroups": ["apps"], "resources": ["daemonsets", "controllerrevisions"], "verbs": READ},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]}
         ]
     }))
     .unwrap()
