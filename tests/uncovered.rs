@@ -162,6 +162,7 @@ fn a_failed_create_says_why_each_node_without_a_pod_has_none() {
         daemonset: ds.metadata.uid.clone().unwrap(),
         message: "Error creating: pods \"agent-x7k2p\" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1".into(),
         at: NOW,
+        first: NOW,
     };
     // The controller tried since n2 went without a pod, and was refused: no grace.
     index.apply_failed_create(&refused);
@@ -269,7 +270,7 @@ fn every_surface_lists_them_apart_from_what_is_expected() {
     );
     assert!(answer.needs_action(), "an image that cannot be pulled needs someone");
     let table = print(&answer, Output::Table).unwrap();
-    assert!(table.starts_with("No misscheduled daemon pods in any namespace: 1 DaemonSet on 3 nodes checked (cluster https://k8s). 1 node has no available pod: see below.\n"), "{table}");
+    assert!(table.starts_with("No misscheduled daemon pods in any namespace: 1 DaemonSet on 3 nodes checked (cluster https://k8s). 1 node has no available pod and needs action: see below.\n"), "{table}");
     assert!(table.contains("\nNodes without an available pod, needing action:\nNAMESPACE  DAEMONSET  NODE  POD       REASON      DETAIL"), "{table}");
     assert!(
         table.contains("\n1 node without an available pod yet: pods on their way (expected; -o wide lists them).\n"),

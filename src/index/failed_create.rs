@@ -26,6 +26,8 @@ pub struct FailedCreate {
     pub detail: Str,
     /// When the controller last wrote it (unix seconds).
     pub at: Timestamp,
+    /// When it first did: the node has been refused since then at least.
+    pub first: Timestamp,
 }
 
 /// One `FailedCreate` Event as the source reads it.
@@ -36,7 +38,9 @@ pub struct FailedCreateEvent {
     /// The DaemonSet's UID (`involvedObject.uid`).
     pub daemonset: String,
     pub message: String,
+    /// When the controller last wrote it, and first (unix seconds).
     pub at: Timestamp,
+    pub first: Timestamp,
 }
 
 impl Index {
@@ -47,7 +51,8 @@ impl Index {
         let newer = self.failed_create_events.get(&daemonset).is_none_or(|(_, last)| last.at <= event.at);
         if newer {
             let uid = self.interner.str(&event.uid);
-            self.failed_create_events.insert(daemonset, (uid, FailedCreate { detail, at: event.at }));
+            self.failed_create_events
+                .insert(daemonset, (uid, FailedCreate { detail, at: event.at, first: event.first.min(event.at) }));
             self.generation += 1;
         }
     }

@@ -147,7 +147,11 @@ impl<'a> DaemonSetView<'a> {
                     // A pod Ready by now, with the index not yet told: on its way.
                     (reason.unwrap_or(Uncovered::Starting), entered)
                 }
-                None => (missing_reason(failed_create.map(|f| f.at), since.at, now), since.at),
+                None => {
+                    let reason = missing_reason(failed_create.map(|f| f.at), since.at, since.observed, now);
+                    // Refused since its first FailedCreate at least.
+                    (reason, failed_create.map_or(since.at, |f| f.first))
+                }
             };
             let detail = match pod {
                 Some(pod) => pod.detail().map(|d| &**d),

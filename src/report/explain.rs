@@ -126,8 +126,9 @@ impl Explanation {
         let uncovered = uncovered.count();
         if uncovered > 0 {
             line.truncate(line.trim_end().len());
-            let have = if uncovered == 1 { "has" } else { "have" };
-            line.push_str(&format!(" {} {have} no available pod: see below.\n", plural(uncovered, "node")));
+            let (have, need) = if uncovered == 1 { ("has", "needs") } else { ("have", "need") };
+            let nodes = plural(uncovered, "node");
+            line.push_str(&format!(" {nodes} {have} no available pod and {need} action: see below.\n"));
         }
         line
     }

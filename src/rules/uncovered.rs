@@ -99,13 +99,19 @@ pub fn pod_reason(health: PodHealth, since: Timestamp, deleting: bool, now: Time
     })
 }
 
-/// The reason for an eligible node with no pod at all, missing since `since`. A
-/// `FailedCreate` the controller wrote for the DaemonSet at `failed_create_at`, after the
-/// node went missing, says it tried and was refused: no grace. Without one, a pod not made
-/// past the grace period is a failed create all the same (the Event may have expired, or
-/// not be readable).
-pub fn missing_reason(failed_create_at: Option<Timestamp>, since: Timestamp, now: Timestamp) -> Uncovered {
-    let refused = failed_create_at.is_some_and(|at| at >= since);
+/// The reason for an eligible node with no pod at all, missing since `since` (only an
+/// upper bound unless `since_known`). A `FailedCreate` the controller wrote for the
+/// DaemonSet at `failed_create_at`, after the node went missing (or at any time, when that
+/// moment is not known), says it tried and was refused: no grace. Without one, a pod not
+/// made past the grace period is a failed create all the same (the Event may have expired,
+/// or not be readable).
+pub fn missing_reason(
+    failed_create_at: Option<Timestamp>,
+    since: Timestamp,
+    since_known: bool,
+    now: Timestamp,
+) -> Uncovered {
+    let refused = failed_create_at.is_some_and(|at| !since_known || at >= since);
     if refused || now.saturating_sub(since) >= STARTING_GRACE_SECONDS {
         Uncovered::CreateFailed
     } else {
@@ -253,10 +259,11 @@ mod tests {
         assert_eq!(pod_reason(Creating, now - 600, false, now), Some(Uncovered::NotReady), "past the grace");
         assert_eq!(pod_reason(NotReady, now - 600, false, now), Some(Uncovered::NotReady));
         assert_eq!(pod_reason(CrashLoop, now - 600, true, now), Some(Uncovered::Starting), "being replaced");
-        assert_eq!(missing_reason(Some(now), now - 10, now), Uncovered::CreateFailed, "refused since");
-        assert_eq!(missing_reason(Some(now - 60), now - 10, now), Uncovered::Starting, "refused before");
-        assert_eq!(missing_reason(None, now - 10, now), Uncovered::Starting);
-        assert_eq!(missing_reason(None, now - 600, now), Uncovered::CreateFailed);
+        assert_eq!(missing_reason(Some(now), now - 10, true, now), Uncovered::CreateFailed, "refused since");
+        assert_eq!(missing_reason(Some(now - 60), now - 10, true, now), Uncovered::Starting, "refused before");
+        assert_eq!(missing_reason(Some(now - 60), now, false, now), Uncovered::CreateFailed, "missing for long?");
+        assert_eq!(missing_reason(None, now - 10, true, now), Uncovered::Starting);
+        assert_eq!(missing_reason(None, now - 600, true, now), Uncovered::CreateFailed);
     }
 
     #[test]

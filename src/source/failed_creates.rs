@@ -122,10 +122,12 @@ fn read(event: &CoreEvent) -> Option<FailedCreateEvent> {
         .or_else(|| event.series.as_ref().and_then(|s| s.last_observed_time.as_ref()).map(|t| t.0))
         .or_else(|| event.event_time.as_ref().map(|t| t.0))
         .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0))?;
+    let first = event.first_timestamp.as_ref().map(|t| t.0).or_else(|| event.event_time.as_ref().map(|t| t.0));
     Some(FailedCreateEvent {
         uid: event.metadata.uid.clone()?,
         daemonset,
         message: event.message.clone().unwrap_or_default(),
         at: at.as_second(),
+        first: first.unwrap_or(at).as_second(),
     })
 }

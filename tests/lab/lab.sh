@@ -24,6 +24,8 @@
 #   LAB_POD_STAGES   KWOK's pod Stages: fast (kwokctl's default; a delete finishes at once) or
 #                    general (upstream's other set: a delete finishes at a random moment between
 #                    1 s and the end of its grace period, as a kubelet's containers stop)
+#                    Either way, a pod annotated lab.misschedule.io/fault (image-pull, crash-loop,
+#                    not-ready) gets what a kubelet writes then instead (stages/pod-faults.yaml)
 #   APISERVER_EXTRA_ARGS  extra kube-apiserver flags, kept across start-apiserver
 #   MISSCHEDULE_CACHE     cache root (default ~/.cache/misschedule-exporter)
 # Fault tests also use `kill-apiserver DIR` (SIGKILL) and `start-apiserver DIR`.
@@ -291,7 +293,16 @@ up() {
   # KWOK runs every node: heartbeats through leases, pods Running and Ready, deletes finished.
   local stages=${LAB_POD_STAGES:-fast}
   [ -d "$kwok_dir/stages/pod-$stages" ] || die "LAB_POD_STAGES is fast or general, not $stages"
-  for f in "$kwok_dir/stages/"*.yaml "$kwok_dir/stages/pod-$stages/"*.yaml; do echo ---; cat "$f"; done >"$dir/kwok.yaml"
+  # KWOK's pod-ready Stage leaves alone the pods our fault Stages (stages/pod-faults.yaml) drive.
+  local not_faulty="    - key: '.metadata.annotations[\"lab.misschedule.io/fault\"]'
+      operator: 'DoesNotExist'"
+  for f in "$kwok_dir/stages/"*.yaml "$kwok_dir/stages/pod-$stages/"*.yaml "$LAB/stages/"*.yaml; do
+    echo ---
+    case $(basename "$f") in
+      pod-ready.yaml) awk -v extra="$not_faulty" '{ print } /^    matchExpressions:$/ && !done { print extra; done = 1 }' "$f" ;;
+      *) cat "$f" ;;
+    esac
+  done >"$dir/kwok.yaml"
   start "$dir" kwok "$kwok_dir/bin/kwok" --kubeconfig "$kc" --config "$dir/kwok.yaml" --manage-all-nodes=true \
     --node-ip "$(host_ip)" --node-lease-duration-seconds 40 --server-address "127.0.0.1:$(free_port)"
 
