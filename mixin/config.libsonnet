@@ -32,6 +32,10 @@
     // is flapping (an NFD restart drops and re-adds its labels; each time the controller deletes
     // the agent).
     flappingLosses: 3,
+    // DaemonSetNodeUncovered: the reasons a node without an available pod is someone's to fix
+    // (all but starting, a pod on its way), and how long it may last before it alerts.
+    uncoveredActionableReasons: ['create_failed', 'unschedulable', 'image_pull', 'crash_loop', 'config_error', 'not_ready'],
+    uncoveredSeconds: 900,
 
     grafanaDashboardUid: 'misschedule-exporter',
     // kubernetes-mixin's tag, so the dashboard joins kube-prometheus-stack's dashboards dropdown.

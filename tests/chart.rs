@@ -172,14 +172,15 @@ fn default_objects_and_optional_ones() {
 
 #[test]
 #[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
-fn cluster_role_is_exactly_read_only_on_four_resources() {
+fn cluster_role_is_exactly_read_only_on_four_resources_and_events() {
     let files = render(json!({}));
     let rules = &files["clusterrole.yaml"].1["rules"];
     assert_eq!(
         rules,
         &json!([
             {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["apps"], "resources": ["daemonsets", "controllerrevisions"], "verbs": ["get", "list", "watch"]}
+            {"apiGroups": ["apps"], "resources": ["daemonsets", "controllerrevisions"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]}
         ])
     );
     let binding = &files["clusterrolebinding.yaml"].1;
@@ -438,7 +439,7 @@ fn kubernetes_auth_grants_the_reviews_and_sends_prometheus_token() {
     let files = render(json!({"serviceMonitor": prometheus_sa, "web": {"kubernetesAuth": true}}));
     let rules = files["clusterrole.yaml"].1["rules"].as_array().unwrap().clone();
     assert_eq!(
-        rules[2..],
+        rules[3..],
         [
             json!({"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}),
             json!({"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}),
@@ -472,7 +473,7 @@ fn kubernetes_auth_grants_the_reviews_and_sends_prometheus_token() {
     );
     // Off by default: no review permissions at all.
     let files = render(json!({"serviceMonitor": {"enabled": true}}));
-    assert_eq!(files["clusterrole.yaml"].1["rules"].as_array().unwrap().len(), 2);
+    assert_eq!(files["clusterrole.yaml"].1["rules"].as_array().unwrap().len(), 3, "the read-only rules alone");
     assert!(files["servicemonitor.yaml"].1["spec"]["endpoints"][0].get("authorization").is_none());
 }
 

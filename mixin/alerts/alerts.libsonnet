@@ -29,6 +29,16 @@
         )
     ||| % self, '\n'),
     drainStuckSeconds: std.toString(c.drainStuckSeconds),
+    uncoveredReasons: std.join('|', c.uncoveredActionableReasons),
+    uncoveredSeconds: std.toString(c.uncoveredSeconds),
+    // The row's detail, looked up when the alert is sent: as a label it would restart the
+    // alert each time the kubelet words it anew (ErrImagePull, then ImagePullBackOff).
+    uncoveredDetail: std.join('', [
+      '{{ with query (print `daemonset_uncovered_node_info{%(misscheduleExporterSelector)s,namespace="` $labels.namespace',
+      ' `",daemonset="` $labels.daemonset `",node="` $labels.node `",reason="` $labels.reason `"`',
+      ' (and $labels.%(clusterLabel)s (print `,%(clusterLabel)s="` $labels.%(clusterLabel)s `"`)) `}`) }}',
+      '{{ with (index . 0).Labels.detail }} ({{ . }}){{ end }}{{ end }}',
+    ]) % c,
     // " in cluster X" when the alert has a cluster, nothing otherwise.
     inCluster: '{{ with $labels.%s }} in cluster {{ . }}{{ end }}' % c.clusterLabel,
   },
@@ -84,6 +94,23 @@
           '10m',
           'A node runs without its DaemonSet pod: the controller deleted it when the node stopped qualifying.',
           'Node {{ $labels.node }}%(inCluster)s lost the pod of DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}: reason {{ $labels.reason }}, key {{ $labels.key }}. The DaemonSet reports itself healthy. Run `kubectl misschedule -n {{ $labels.namespace }} --daemonset {{ $labels.daemonset }} -o wide --from-exporter NAMESPACE/SERVICE` for who changed it and the fix.',
+        ),
+        // A node the DaemonSet should run on has had no available pod for 15 minutes, for a
+        // reason someone has to fix. Measured from when the node went without (the since
+        // series outlives a change of reason, as a crash loop's restarts make), so the alert
+        // fires at once when the reason changes after the 15 minutes. Replaces
+        // kubernetes-mixin's KubeDaemonSetNotScheduled, which counts only the pods the
+        // controller could not create, with no node and no reason.
+        rule(
+          'DaemonSetNodeUncovered',
+          |||
+            time() - min by (%(clusterLabel)s, namespace, daemonset, node, reason) (
+              daemonset_uncovered_node_since_timestamp_seconds{%(misscheduleExporterSelector)s, reason=~"%(uncoveredReasons)s"}
+            ) > %(uncoveredSeconds)s
+          |||,
+          '0m',
+          'A node the DaemonSet should run on has no available pod of it.',
+          'Node {{ $labels.node }}%(inCluster)s has had no available pod of DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }} for {{ $value | humanizeDuration }}: {{ $labels.reason }}%(uncoveredDetail)s. Run `kubectl misschedule -n {{ $labels.namespace }} --daemonset {{ $labels.daemonset }} -o wide` for the fix.',
         ),
         // Per replica (`without` keeps the target labels that tell replicas apart), then the
         // replica that saw the most, which a restart within the hour does not lower:
