@@ -102,6 +102,10 @@ fn every_panel_query_returns_data_from_a_real_prometheus() {
         "daemonset_lost_node_since_timestamp_seconds{namespace=\"monitoring\",daemonset=\"ssd-agent\",node=\"n3\",reason=\"nfd_change\"} 1780000000\n",
         "# TYPE daemonset_node_losses_total counter\n",
         "daemonset_node_losses_total{namespace=\"monitoring\",daemonset=\"ssd-agent\",reason=\"nfd_change\",key=\"feature.node.kubernetes.io/x\"} 2\n",
+        // And a node without an available pod, as tests/uncovered_lab.rs sees it written.
+        "daemonset_uncovered_node_info{namespace=\"monitoring\",daemonset=\"ssd-agent\",node=\"n4\",pod=\"ssd-agent-x\",reason=\"image_pull\",detail=\"ImagePullBackOff: image registry.example/ssd-agent:2\"} 1\n",
+        "daemonset_uncovered_node_since_timestamp_seconds{namespace=\"monitoring\",daemonset=\"ssd-agent\",node=\"n4\",reason=\"image_pull\"} 1780000000\n",
+        "daemonset_uncovered_nodes{namespace=\"monitoring\",daemonset=\"ssd-agent\",reason=\"image_pull\"} 1\n",
     ));
     let config = format!(
         "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n\

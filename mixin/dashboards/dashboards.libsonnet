@@ -150,9 +150,38 @@
           ],
         ),
         table(
+          12,
+          'Nodes without an available pod',
+          { h: 10, w: 16, x: 0, y: 18 },
+          [
+            instant('A', 'max by (namespace, daemonset, node, pod, reason, detail) (daemonset_uncovered_node_info{%s})' % dsSel),
+            instant('B', 'time() - min by (namespace, daemonset, node, reason) (daemonset_uncovered_node_since_timestamp_seconds{%s})' % dsSel),
+          ],
+          {
+            excludeByName: { Time: true, 'Value #A': true },
+            renameByName: { 'Value #B': 'Age' },
+            indexByName: { namespace: 0, daemonset: 1, node: 2, pod: 3, reason: 4, detail: 5, 'Value #B': 6 },
+          },
+          "Nodes each DaemonSet should run on where its pod is missing, unplaced or not Ready, with the scheduler's, kubelet's or controller's words (detail). starting is a pod on its way; every other reason needs someone (DaemonSetNodeUncovered after 15 minutes). Run `kubectl misschedule -o wide` for each node's fix.",
+          [
+            { matcher: { id: 'byName', options: 'Age' }, properties: [{ id: 'unit', value: 's' }] },
+            linkTo('pod', c.podDashboardUid, 'Pod ${__value.raw}', '&var-namespace=${__data.fields.namespace}&var-pod=${__value.raw}'),
+            linkTo('node', c.nodeDashboardUid, 'Node ${__value.raw}', '&var-node=${__value.raw}'),
+          ],
+        ),
+        timeseries(
+          13,
+          'Nodes without an available pod, by reason',
+          { h: 10, w: 8, x: 16, y: 18 },
+          [target('A', 'sum by (reason) (max by (namespace, daemonset, reason) (daemonset_uncovered_nodes{%s}))' % dsSel, '{{reason}}')],
+          'short',
+          'What numberUnavailable is made of. starting rises and falls with rollouts and new nodes; the rest needs someone.',
+          stacked=true,
+        ),
+        table(
           10,
           'Lost nodes',
-          { h: 8, w: 16, x: 0, y: 18 },
+          { h: 8, w: 16, x: 0, y: 28 },
           [
             instant('A', 'max by (namespace, daemonset, node, reason, key, manager) (daemonset_lost_node_info{%s})' % dsSel),
             instant('B', 'time() - max by (namespace, daemonset, node, reason) (daemonset_lost_node_since_timestamp_seconds{%s})' % dsSel),
@@ -171,7 +200,7 @@
         timeseries(
           11,
           'Node losses in the trailing hour, by reason',
-          { h: 8, w: 8, x: 16, y: 18 },
+          { h: 8, w: 8, x: 16, y: 28 },
           [target('A', |||
             sum by (reason) (
               max by (namespace, daemonset, reason, key) (
@@ -188,7 +217,7 @@
         table(
           4,
           'Eligible and ineligible nodes',
-          { h: 8, w: 12, x: 0, y: 26 },
+          { h: 8, w: 12, x: 0, y: 36 },
           [
             instant('A', 'max by (namespace, daemonset) (daemonset_eligible_nodes{%s})' % dsSel),
             instant('B', 'max by (namespace, daemonset, reason, key) (daemonset_ineligible_nodes{%s})' % dsSel),
@@ -199,15 +228,15 @@
         timeseries(
           5,
           'Ineligible nodes by reason',
-          { h: 8, w: 12, x: 12, y: 26 },
+          { h: 8, w: 12, x: 12, y: 36 },
           [target('A', 'sum by (daemonset, reason) (max by (namespace, daemonset, reason, key) (daemonset_ineligible_nodes{%s}))' % dsSel, '{{daemonset}}: {{reason}}')],
           'short',
         ),
-        panel(6, 'stat', 'Exporter: targets up', { h: 6, w: 6, x: 0, y: 34 }, [target('A', 'sum(up{%s})' % sel, 'up')]),
+        panel(6, 'stat', 'Exporter: targets up', { h: 6, w: 6, x: 0, y: 44 }, [target('A', 'sum(up{%s})' % sel, 'up')]),
         table(
           7,
           'Exporter: caches synced and watches healthy',
-          { h: 6, w: 6, x: 6, y: 34 },
+          { h: 6, w: 6, x: 6, y: 44 },
           [
             instant('A', 'min by (resource) (misschedule_exporter_cache_synced{%s})' % sel),
             instant('B', 'min by (resource) (misschedule_exporter_watch_healthy{%s})' % sel),
@@ -218,7 +247,7 @@
         timeseries(
           8,
           'Exporter: watch events and errors',
-          { h: 6, w: 6, x: 12, y: 34 },
+          { h: 6, w: 6, x: 12, y: 44 },
           [
             target('A', 'sum by (resource) (rate(misschedule_exporter_watch_events_total{%s}[$__rate_interval]))' % sel, '{{resource}} events'),
             target('B', 'sum by (resource, reason) (rate(misschedule_exporter_watch_errors_total{%s}[$__rate_interval]))' % sel, '{{resource}} errors: {{reason}}'),
@@ -229,7 +258,7 @@
         timeseries(
           9,
           'Exporter: event classification p99',
-          { h: 6, w: 6, x: 18, y: 34 },
+          { h: 6, w: 6, x: 18, y: 44 },
           [target('A', 'histogram_quantile(0.99, sum by (le) (rate(misschedule_exporter_classification_duration_seconds_bucket{%s}[$__rate_interval])))' % sel, 'p99')],
           's',
         ),
