@@ -49,7 +49,8 @@ struct Cli {
 
     /// Write Events on the DaemonSet, so `kubectl describe daemonset` says why: Misscheduled
     /// when a pod becomes misscheduled or its reason changes, NodeLost when a node loses its
-    /// pod, Recovered when either is over. Warning, or Normal for what is expected (a drain,
+    /// pod, NodeUncovered when a node's pod is not available for a reason that needs
+    /// someone, Recovered when any is over. Warning, or Normal for what is expected (a drain,
     /// a DaemonSet change) and for recoveries. Needs create, get and patch on core
     /// events (get and patch count a repeat on an existing Event). Live mode only.
     #[arg(long, env = "MISSCHEDULE_EVENTS", conflicts_with = "snapshot")]

@@ -119,7 +119,9 @@ async fn every_cause_is_named_on_every_surface_and_clears_when_removed() {
     admin.create_namespace(QUOTA_NS).await;
     admin.add_nodes(&NODES, &[]).await;
     grant_exporter(&admin, &READ).await;
-    let exporter = Exporter::spawn_on("0.0.0.0", &["--kubeconfig", cp.get("EXPORTER_KUBECONFIG")], Stdio::inherit());
+    grant_events(&admin).await;
+    let exporter_args = ["--kubeconfig", cp.get("EXPORTER_KUBECONFIG"), "--events"];
+    let exporter = Exporter::spawn_on("0.0.0.0", &exporter_args, Stdio::inherit());
     expose_exporter(&admin, exporter.port, "n1").await;
 
     // n1 reports 100Mi of memory, as a kubelet on a small machine would.
@@ -172,6 +174,13 @@ async fn every_cause_is_named_on_every_surface_and_clears_when_removed() {
         want.push((QUOTA_NS, "quota", node, "create_failed", quota_detail));
     }
     expect(&exporter, &kubeconfig, "every cause, each named", &rows(&want)).await;
+    // One Warning Event per node that needs action, on its DaemonSet, naming the reason.
+    let needing_action: BTreeSet<(String, String)> = want
+        .iter()
+        .filter(|(.., reason, _)| *reason != "starting")
+        .map(|(_, ds, node, reason, _)| (format!("{ds}/{node}"), reason.to_string()))
+        .collect();
+    expect_events(&admin, "NodeUncovered", &needing_action).await;
 
     // The plugin's table splits them into needs action and expected, with each fix.
     let out = kubectl_plugin(&kubeconfig).args(["-A", "-o", "wide"]).output().unwrap();
@@ -206,4 +215,35 @@ async fn every_cause_is_named_on_every_surface_and_clears_when_removed() {
         admin.patch_daemonset(ds, patch).await;
     }
     expect(&exporter, &kubeconfig, "a rollout without the faults", &rows(&[])).await;
+    // Each node told uncovered is told covered again, the faulty ones through their rollout.
+    expect_events(&admin, "Recovered", &needing_action).await;
+}
+
+/// Wait until the exporter's Events with `reason` are exactly `want`: (DaemonSet/node, the
+/// uncovered reason in the Event's annotations).
+async fn expect_events(admin: &Cluster, reason: &str, want: &BTreeSet<(String, String)>) {
+    use k8s_openapi::api::core::v1::Event;
+    let events: Api<Event> = Api::all(admin.client.clone());
+    let started = Instant::now();
+    loop {
+        let selector = format!("reason={reason}");
+        let list = events.list(&kube::api::ListParams::default().fields(&selector)).await.unwrap();
+        let have: BTreeSet<(String, String)> = list
+            .items
+            .iter()
+            .filter(|e| e.reporting_component.as_deref() == Some("misschedule-exporter"))
+            .map(|e| {
+                let annotations = e.metadata.annotations.clone().unwrap_or_default();
+                let ds = e.involved_object.name.clone().unwrap_or_default();
+                let subject = format!("{ds}/{}", annotations["misschedule.io/node"]);
+                (subject, annotations["misschedule.io/reason"].clone())
+            })
+            .collect();
+        if have == *want {
+            println!("{} {reason} Events, one per node", want.len());
+            return;
+        }
+        assert!(started.elapsed() < STEP_TIMEOUT, "{reason} Events: want {want:#?}\nhave {have:#?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }

@@ -95,6 +95,8 @@ pub struct UncoveredNode<'a> {
     pub detail: Option<&'a str>,
     /// When the node became uncovered (unix seconds).
     pub since: Timestamp,
+    /// Tells this episode of the node being uncovered from an earlier one.
+    pub episode: u64,
 }
 
 /// A node the DaemonSet stopped covering, and why.
@@ -158,7 +160,7 @@ impl<'a> DaemonSetView<'a> {
                 None => missing_detail,
             };
             let at = if since.observed { since.at } else { evidence.min(since.at) };
-            out.push(UncoveredNode { node, pod, reason, detail, since: at });
+            out.push(UncoveredNode { node, pod, reason, detail, since: at, episode: since.generation });
         }
         out
     }
@@ -210,6 +212,11 @@ impl<'a> DaemonSetView<'a> {
             self.state.claimed.get(node).into_iter().flatten().filter_map(|uid| pods.get(uid).map(|p| &**p)).collect();
         on.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
         on
+    }
+
+    /// Whether `node` is one the DaemonSet should run on without an available pod.
+    pub fn is_uncovered(&self, node: &str) -> bool {
+        self.state.uncovered.contains_key(node)
     }
 
     /// Whether the DaemonSet counts a pod on `node`.

@@ -1,11 +1,15 @@
 //! What an Event says: a `Notice` per subject the index has something to say about (each
-//! misscheduled pod, each lost node), built from the same views and fixes as the
-//! explanation. Pure.
+//! misscheduled pod, each lost node, each node without an available pod that needs
+//! action), built from the same views and fixes as the explanation (`current`). Pure.
 
+mod current;
+
+pub use self::current::current;
 use crate::index::Index;
 use crate::model::{ObjectRef, Str, Uid};
-use crate::report::fix::{fix_for, lost_fix};
+use crate::report::fix::{fix_for, lost_fix, uncovered_fix};
 use crate::rules::reason::Reason;
+use crate::rules::uncovered::Uncovered;
 
 /// Which Event a notice becomes: its `reason`, what
 /// `kubectl get events --field-selector reason=…` finds.
@@ -15,8 +19,11 @@ pub enum Kind {
     Misscheduled,
     /// A node lost its daemon pod and the DaemonSet no longer covers it.
     NodeLost,
-    /// What a `Misscheduled` or `NodeLost` notice said is over: the pod may run on its node
-    /// again, or the DaemonSet covers the node again.
+    /// A node the DaemonSet should run on has no available pod, for a reason that needs
+    /// someone.
+    NodeUncovered,
+    /// What another notice said is over: the pod may run on its node again, the DaemonSet
+    /// covers the node again, or its pod there is available.
     Recovered,
 }
 
@@ -25,6 +32,7 @@ impl Kind {
         match self {
             Kind::Misscheduled => "Misscheduled",
             Kind::NodeLost => "NodeLost",
+            Kind::NodeUncovered => "NodeUncovered",
             Kind::Recovered => "Recovered",
         }
     }
@@ -39,15 +47,35 @@ pub enum Subject {
         daemonset: Str,
         node: Str,
     },
+    /// A node of a DaemonSet without an available pod: apart from its losses, which end
+    /// differently.
+    Uncovered {
+        daemonset: Str,
+        node: Str,
+    },
 }
 
 /// What a notice says of its subject; a change of any part is a new Event.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Verdict {
-    pub reason: Reason,
-    pub key: Str,
-    /// The field manager that made the change, when known.
-    pub manager: Option<Str>,
+pub enum Verdict {
+    /// Why the DaemonSet does not want the node (a misscheduled pod, a lost node).
+    Skip {
+        reason: Reason,
+        key: Str,
+        /// The field manager that made the change, when known.
+        manager: Option<Str>,
+    },
+    /// The node has no available pod. One Event per episode, whatever the reason becomes
+    /// (a crash loop reads not_ready between restarts, the kubelet rewords an image pull):
+    /// the reason and detail when it was written are in `Notice::said`.
+    Uncovered,
+}
+
+/// Why a node is uncovered, as the notice found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Said {
+    pub reason: Uncovered,
+    pub detail: Str,
 }
 
 /// An object an Event refers to; `kubectl describe` matches on the UID.
@@ -72,8 +100,15 @@ pub struct Notice {
     /// Which episode of the verdict this is, as the index tells them apart: a new one with
     /// the same verdict is a repeat even when no look saw the subject recover in between.
     pub episode: u64,
-    /// For `Recovered`: what recovered, a pod (`Misscheduled`) or a node (`NodeLost`).
+    /// For `Recovered`: what recovered, a pod (`Misscheduled`) or a node (`NodeLost`,
+    /// `NodeUncovered`).
     pub of: Option<Kind>,
+    /// For `NodeUncovered` (and its recovery): the reason and detail.
+    pub said: Option<Said>,
+    /// Whether the subject calls for an Event of its own. A node whose pod is on its way
+    /// (`starting`) does not, but stays current so that one told before (an image that
+    /// would not pull, then a rollout) is told when it recovers.
+    pub announce: bool,
 }
 
 /// An Event name is a DNS subdomain (253 characters): the DaemonSet's name, cut to this,
@@ -90,46 +125,62 @@ impl Notice {
     /// The verdict in machine-readable form, on the Event beside the note: what an exporter
     /// restarted after a loss can read back (the note is for people and may change).
     pub fn annotations(&self) -> std::collections::BTreeMap<String, String> {
-        let v = &self.verdict;
-        let mut out = std::collections::BTreeMap::from([
-            ("misschedule.io/node".to_owned(), self.node.to_string()),
-            ("misschedule.io/reason".to_owned(), v.reason.as_str().to_owned()),
-            ("misschedule.io/key".to_owned(), v.key.to_string()),
-        ]);
-        if let Some(manager) = &v.manager {
-            out.insert("misschedule.io/manager".to_owned(), manager.to_string());
+        let mut out = std::collections::BTreeMap::from([("misschedule.io/node".to_owned(), self.node.to_string())]);
+        let mut put = |name: &str, value: &str| out.insert(format!("misschedule.io/{name}"), value.to_owned());
+        match (&self.verdict, &self.said) {
+            (Verdict::Skip { reason, key, manager }, _) => {
+                put("reason", reason.as_str());
+                put("key", key);
+                if let Some(manager) = manager {
+                    put("manager", manager);
+                }
+            }
+            (Verdict::Uncovered, Some(said)) => {
+                put("reason", said.reason.as_str());
+                put("detail", &said.detail);
+            }
+            (Verdict::Uncovered, None) => {}
         }
         out
     }
 
     /// The Event's note.
     pub fn note(&self) -> String {
-        let v = &self.verdict;
-        let manager = v.manager.as_ref().map(|m| format!(", changed by {m}")).unwrap_or_default();
         let pod = self.related.as_ref().map_or("", |pod| &pod.id.name);
-        let text = match self.kind {
-            Kind::Misscheduled => format!(
-                "Pod {pod} on node {} is misscheduled: reason {}, key {}{manager}. Fix: {}",
-                self.node,
-                v.reason,
-                v.key,
-                self.fix()
-            ),
-            Kind::NodeLost => format!(
-                "Node {} lost its daemon pod and the DaemonSet no longer covers it: reason {}, key {}{manager}. Fix: {}",
-                self.node,
-                v.reason,
-                v.key,
-                self.fix()
-            ),
-            Kind::Recovered if self.of == Some(Kind::NodeLost) => format!(
-                "Node {} is covered again: the DaemonSet wants it and has a pod there (it was lost: reason {}, key {}{manager}).",
-                self.node, v.reason, v.key
-            ),
-            Kind::Recovered => format!(
-                "Pod {pod} on node {} is no longer misscheduled: the DaemonSet may run it there again (it was: reason {}, key {}{manager}).",
-                self.node, v.reason, v.key
-            ),
+        let node = &self.node;
+        let text = match (&self.verdict, self.kind) {
+            (Verdict::Uncovered, kind) => {
+                let said = self.said.as_ref();
+                let reason = said.map_or("unknown", |s| s.reason.as_str());
+                let detail =
+                    said.filter(|s| !s.detail.is_empty()).map(|s| format!(" ({})", s.detail)).unwrap_or_default();
+                match kind {
+                    Kind::Recovered => format!("Node {node} has an available pod again (it had none: {reason})."),
+                    _ => format!(
+                        "Node {node} has no available pod of the DaemonSet: {reason}{detail}. Fix: {}",
+                        self.fix()
+                    ),
+                }
+            }
+            (Verdict::Skip { reason, key, manager }, kind) => {
+                let manager = manager.as_ref().map(|m| format!(", changed by {m}")).unwrap_or_default();
+                let verdict = format!("reason {reason}, key {key}{manager}");
+                match kind {
+                    Kind::Misscheduled => {
+                        format!("Pod {pod} on node {node} is misscheduled: {verdict}. Fix: {}", self.fix())
+                    }
+                    Kind::NodeLost => format!(
+                        "Node {node} lost its daemon pod and the DaemonSet no longer covers it: {verdict}. Fix: {}",
+                        self.fix()
+                    ),
+                    _ if self.of == Some(Kind::NodeLost) => format!(
+                        "Node {node} is covered again: the DaemonSet wants it and has a pod there (it was lost: {verdict})."
+                    ),
+                    _ => format!(
+                        "Pod {pod} on node {node} is no longer misscheduled: the DaemonSet may run it there again (it was: {verdict})."
+                    ),
+                }
+            }
         };
         truncate(text, MAX_NOTE_BYTES)
     }
@@ -137,7 +188,8 @@ impl Notice {
     /// The Event's type: Normal for a recovery and for what the fix calls expected (a drain,
     /// a DaemonSet change), Warning for what needs someone.
     pub fn event_type(&self) -> &'static str {
-        if self.kind == Kind::Recovered || self.verdict.reason.expected() { "Normal" } else { "Warning" }
+        let expected = matches!(&self.verdict, Verdict::Skip { reason, .. } if reason.expected());
+        if self.kind == Kind::Recovered || expected { "Normal" } else { "Warning" }
     }
 
     /// The notice that this one's subject recovered.
@@ -147,42 +199,51 @@ impl Notice {
 
     /// Whether this notice's subject recovered in `index`: its DaemonSet (the same one) wants
     /// the node again and, for a pod, still counts that pod there; for a lost node, has a
-    /// pod there. A pod deleted, a node or a DaemonSet gone is no recovery.
+    /// pod there; for an uncovered one, has an available pod there. A pod deleted, a node or
+    /// a DaemonSet gone is no recovery.
     pub fn recovered_in(&self, index: &Index) -> bool {
         let id = &self.regarding.id;
         let Some(view) = index.daemonset(&id.namespace, &id.name) else { return false };
-        if view.ds.uid.to_string() != self.regarding.uid || view.skips(&self.node) {
+        if view.ds.uid.to_string() != self.regarding.uid || view.skips(&self.node) || !index.has_node(&self.node) {
             return false;
         }
-        let node_exists = index.has_node(&self.node);
         match &self.subject {
-            Subject::Pod(uid) => node_exists && view.pods_on(&self.node).iter().any(|p| p.uid == *uid),
-            Subject::Node { .. } => node_exists && view.has_pod(&self.node),
+            Subject::Pod(uid) => view.pods_on(&self.node).iter().any(|p| p.uid == *uid),
+            Subject::Node { .. } => view.has_pod(&self.node),
+            Subject::Uncovered { .. } => view.has_pod(&self.node) && !view.is_uncovered(&self.node),
         }
     }
 
     /// The suggested fix, the explanation's own: derived when a note is written, so a look
     /// at the index builds no text for the notices that are not new.
     pub fn fix(&self) -> String {
-        match self.kind {
-            Kind::Misscheduled => fix_for(self.orphan, self.verdict.reason, &self.verdict.key, &self.node),
-            Kind::NodeLost => lost_fix(self.verdict.reason, &self.verdict.key, &self.node),
-            Kind::Recovered => String::new(),
+        match (&self.verdict, self.kind) {
+            (_, Kind::Recovered) => String::new(),
+            (Verdict::Skip { reason, key, .. }, Kind::Misscheduled) => fix_for(self.orphan, *reason, key, &self.node),
+            (Verdict::Skip { reason, key, .. }, _) => lost_fix(*reason, key, &self.node),
+            (Verdict::Uncovered, _) => match &self.said {
+                Some(said) => uncovered_fix(said.reason, &self.node, &said.detail),
+                None => String::new(),
+            },
         }
     }
 
     /// A digest of the subject and the verdict: the same on every replica and after every
     /// restart. The Event's name carries it.
     pub fn event_id(&self) -> u64 {
-        let v = &self.verdict;
         let subject = match &self.subject {
             Subject::Pod(uid) => uid.to_string(),
-            Subject::Node { node, .. } => node.to_string(),
+            Subject::Node { node, .. } | Subject::Uncovered { node, .. } => node.to_string(),
         };
-        let manager = v.manager.as_deref().unwrap_or("");
         // Unit separators: no part can run into the next.
-        let identity = [self.kind.reason(), &self.regarding.uid, &subject, v.reason.as_str(), &v.key, manager];
-        let digest = ring::digest::digest(&ring::digest::SHA256, identity.join("\u{1f}").as_bytes());
+        let identity = match &self.verdict {
+            Verdict::Skip { reason, key, manager } => {
+                let manager = manager.as_deref().unwrap_or("");
+                [self.kind.reason(), &self.regarding.uid, &subject, reason.as_str(), key, manager].join("\u{1f}")
+            }
+            Verdict::Uncovered => [self.kind.reason(), &self.regarding.uid, &subject].join("\u{1f}"),
+        };
+        let digest = ring::digest::digest(&ring::digest::SHA256, identity.as_bytes());
         let mut first = [0u8; 8];
         first.copy_from_slice(&digest.as_ref()[..8]);
         u64::from_be_bytes(first)
@@ -200,7 +261,23 @@ impl Notice {
     /// The Event's action: the reason in the API's PascalCase, word by word
     /// (`daemonset_changed` is `DaemonsetChanged`, as it always was).
     pub fn action(&self) -> &'static str {
-        action(self.verdict.reason)
+        match (&self.verdict, &self.said) {
+            (Verdict::Skip { reason, .. }, _) => action(*reason),
+            (Verdict::Uncovered, Some(said)) => uncovered_action(said.reason),
+            (Verdict::Uncovered, None) => "NodeUncovered",
+        }
+    }
+}
+
+fn uncovered_action(reason: Uncovered) -> &'static str {
+    match reason {
+        Uncovered::CreateFailed => "CreateFailed",
+        Uncovered::Unschedulable => "Unschedulable",
+        Uncovered::ImagePull => "ImagePull",
+        Uncovered::CrashLoop => "CrashLoop",
+        Uncovered::ConfigError => "ConfigError",
+        Uncovered::NotReady => "NotReady",
+        Uncovered::Starting => "Starting",
     }
 }
 
@@ -213,46 +290,6 @@ fn action(reason: Reason) -> &'static str {
         Reason::LabelDrift => "LabelDrift",
         Reason::NodeNameMismatch => "NodeNameMismatch",
     }
-}
-
-/// One notice per misscheduled pod and per lost node, in the explanation's order. A node a
-/// DaemonSet left because the DaemonSet itself changed has none: narrowing a DaemonSet on
-/// purpose would write an Event for each of thousands of nodes, and the change is already the
-/// DaemonSet's own history; the metrics and the explanation still list every node.
-pub fn current(index: &Index) -> Vec<Notice> {
-    let mut out = Vec::new();
-    for view in index.daemonsets() {
-        let regarding = Target { id: view.ds.id.clone(), uid: view.ds.uid.to_string() };
-        for lost in view.lost_nodes().into_iter().filter(|l| l.verdict.reason != Reason::DaemonSetChanged) {
-            let v = lost.verdict;
-            out.push(Notice {
-                kind: Kind::NodeLost,
-                subject: Subject::Node { daemonset: view.ds.uid.clone(), node: lost.node.clone() },
-                verdict: Verdict { reason: v.reason, key: v.key.clone(), manager: v.manager.clone() },
-                regarding: regarding.clone(),
-                related: None,
-                node: lost.node.clone(),
-                orphan: false,
-                episode: lost.episode,
-                of: None,
-            });
-        }
-        for p in view.misscheduled_pods() {
-            let c = p.classification;
-            out.push(Notice {
-                kind: Kind::Misscheduled,
-                subject: Subject::Pod(p.pod.uid.clone()),
-                orphan: p.pod.controller_uid.is_none(),
-                verdict: Verdict { reason: c.reason, key: c.key, manager: c.manager },
-                regarding: regarding.clone(),
-                related: Some(Target { id: p.pod.id.clone(), uid: p.pod.uid.to_string() }),
-                node: p.node.clone(),
-                episode: p.episode,
-                of: None,
-            });
-        }
-    }
-    out
 }
 
 fn truncate(mut text: String, max: usize) -> String {
@@ -268,117 +305,4 @@ fn truncate(mut text: String, max: usize) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// A misscheduled pod's notice, as `misscheduled` builds it.
-    fn pod_uid(uid: u8) -> Uid {
-        Uid::parse(&format!("00000000-0000-0000-0000-0000000000{uid:02x}"))
-    }
-
-    pub(crate) fn notice(uid: u8, reason: Reason, key: &str, manager: Option<&str>) -> Notice {
-        let uid = pod_uid(uid);
-        let id = |name: String| ObjectRef { namespace: "ns".into(), name: name.into() };
-        Notice {
-            kind: Kind::Misscheduled,
-            subject: Subject::Pod(uid.clone()),
-            verdict: Verdict { reason, key: key.into(), manager: manager.map(Str::from) },
-            regarding: Target { id: id("agent".into()), uid: "ds-uid".into() },
-            related: Some(Target { id: id(format!("agent-{uid}")), uid: uid.to_string() }),
-            node: "n1".into(),
-            orphan: false,
-            episode: 1,
-            of: None,
-        }
-    }
-
-    #[test]
-    fn note_names_everything_and_fits_the_api_limit() {
-        let n = notice(1, Reason::LabelDrift, "gpu", Some("kubectl-label"));
-        assert_eq!(
-            n.note(),
-            "Pod agent-00000000-0000-0000-0000-000000000001 on node n1 is misscheduled: reason label_drift, key gpu, changed by kubectl-label. Fix: node n1 no longer matches gpu; restore the label (kubectl label node n1 gpu=...) or change the DaemonSet's selector"
-        );
-        assert!(!notice(1, Reason::LabelDrift, "gpu", None).note().contains("changed by"));
-        let orphan = Notice { orphan: true, ..n };
-        assert!(orphan.note().contains("Fix: orphan pod (no controller)"), "{}", orphan.note());
-        let long = notice(1, Reason::LabelDrift, &"é".repeat(2000), None);
-        let note = long.note();
-        assert!(note.len() <= MAX_NOTE_BYTES && note.ends_with('…'), "{}", note.len());
-    }
-
-    #[test]
-    fn one_event_name_per_subject_and_verdict_everywhere() {
-        let n = notice(1, Reason::LabelDrift, "gpu", Some("ops"));
-        let name = n.event_name();
-        assert!(name.starts_with("agent.") && name.len() == "agent.".len() + 16, "{name}");
-        assert_eq!(notice(1, Reason::LabelDrift, "gpu", Some("ops")).event_name(), name, "deterministic");
-        // Any part of the verdict, or another pod, is another Event.
-        let others = [
-            notice(2, Reason::LabelDrift, "gpu", Some("ops")),
-            notice(1, Reason::TaintAdded, "gpu", Some("ops")),
-            notice(1, Reason::LabelDrift, "gpu2", Some("ops")),
-            notice(1, Reason::LabelDrift, "gpu", None),
-            notice(1, Reason::LabelDrift, "gp", Some("uops")),
-        ];
-        let names: std::collections::HashSet<String> = others.iter().map(Notice::event_name).collect();
-        assert_eq!(names.len(), others.len());
-        assert!(!names.contains(&name));
-        // The longest DaemonSet name still makes a valid name.
-        let mut long = n.clone();
-        long.regarding.id.name = "a".repeat(253).into();
-        assert_eq!(long.event_name().len(), 253);
-    }
-
-    #[test]
-    fn a_lost_node_is_its_own_event() {
-        let pod = notice(1, Reason::NfdChange, "gpu", Some("nfd-master"));
-        let subject = Subject::Node { daemonset: "ds-uid".into(), node: "n1".into() };
-        let lost = Notice { kind: Kind::NodeLost, subject, related: None, ..pod.clone() };
-        assert_eq!(
-            lost.note(),
-            "Node n1 lost its daemon pod and the DaemonSet no longer covers it: reason nfd_change, key gpu, changed by nfd-master. Fix: node-feature-discovery no longer reports gpu on n1; check NFD on the node or relax the DaemonSet's selector"
-        );
-        assert_ne!(lost.event_name(), pod.event_name());
-        // A node named like a pod's UID is still another subject.
-        let twin = Notice {
-            subject: Subject::Node { daemonset: "ds-uid".into(), node: pod_uid(1).to_string().into() },
-            ..lost.clone()
-        };
-        assert_ne!(twin.event_name(), pod.event_name());
-        let changed = Notice { verdict: Verdict { reason: Reason::DaemonSetChanged, ..lost.verdict.clone() }, ..lost };
-        assert!(changed.fix().contains("no longer wants n1"), "{}", changed.fix());
-    }
-
-    #[test]
-    fn expected_reasons_and_recoveries_are_normal_events() {
-        let drift = notice(1, Reason::LabelDrift, "gpu", Some("kubectl-label"));
-        assert_eq!(drift.event_type(), "Warning");
-        assert_eq!(notice(1, Reason::AutoscalerDrain, "ToBeDeletedByClusterAutoscaler", None).event_type(), "Normal");
-        assert_eq!(notice(1, Reason::DaemonSetChanged, "nodeSelector", None).event_type(), "Normal");
-        let recovered = drift.recovery();
-        assert_eq!((recovered.kind.reason(), recovered.event_type()), ("Recovered", "Normal"));
-        assert_eq!(
-            recovered.note(),
-            "Pod agent-00000000-0000-0000-0000-000000000001 on node n1 is no longer misscheduled: the DaemonSet may run it there again (it was: reason label_drift, key gpu, changed by kubectl-label)."
-        );
-        assert_ne!(recovered.event_name(), drift.event_name(), "its own Event");
-        let lost = Notice {
-            kind: Kind::NodeLost,
-            subject: Subject::Node { daemonset: "ds-uid".into(), node: "n1".into() },
-            related: None,
-            ..drift
-        };
-        assert!(lost.recovery().note().starts_with("Node n1 is covered again"), "{}", lost.recovery().note());
-        assert_ne!(lost.recovery().event_name(), recovered.event_name());
-    }
-
-    #[test]
-    fn each_action_is_its_reason_in_pascal_case() {
-        for reason in Reason::ALL {
-            let pascal: String =
-                reason.as_str().split('_').map(|word| word[..1].to_ascii_uppercase() + &word[1..]).collect();
-            assert_eq!(action(reason), pascal, "{reason}");
-        }
-    }
-}
+pub(crate) mod tests;

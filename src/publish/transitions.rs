@@ -36,11 +36,13 @@ pub struct Transitions {
 }
 
 impl Transitions {
-    /// The notices whose verdict is new; subjects no longer current, or current again in a
-    /// later episode, are forgotten (see `retain_current`), so a relapse is announced again.
+    /// The notices whose verdict is new and that call for an Event; subjects no longer
+    /// current, or current again in a later episode, are forgotten (see `retain_current`),
+    /// so a relapse is announced again.
     pub fn changed<'a>(&self, current: &'a [Notice]) -> Vec<&'a Notice> {
         current
             .iter()
+            .filter(|n| n.announce)
             .filter(|n| self.announced.get(&n.subject).map(|a| &a.notice.verdict) != Some(&n.verdict))
             .collect()
     }
@@ -207,5 +209,22 @@ mod tests {
             t.retain_current(&current, at);
             assert!(t.changed(&current).is_empty(), "nothing new at {at}");
         }
+    }
+
+    #[test]
+    fn a_subject_on_its_way_is_told_only_if_it_was_told_before() {
+        let mut t = Transitions::default();
+        let told = notice(1, Reason::LabelDrift, "gpu", None);
+        let quiet = |n: &Notice| Notice { announce: false, ..n.clone() };
+        // On its way from the start: never an Event.
+        let first = quiet(&notice(2, Reason::LabelDrift, "gpu", None));
+        assert!(t.changed(std::slice::from_ref(&first)).is_empty());
+        // Told, then on its way (a rollout replacing it): still announced, so that its
+        // recovery is told when it goes.
+        t.announced(&told, 1_000);
+        let current = [quiet(&told)];
+        assert!(t.retain_current(&current, 2_000).is_empty());
+        assert!(t.changed(&current).is_empty());
+        assert_eq!(t.retain_current(&[], 3_000), [told]);
     }
 }
