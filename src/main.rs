@@ -267,8 +267,10 @@ async fn run(cli: Cli) -> Outcome {
         let every = Duration::from_secs(web.credentials_reload_seconds);
         tokio::spawn(reload::reload_credentials(reloadable, telemetry.clone(), every))
     });
-    let events =
-        events_client.map(|client| tokio::spawn(publish::events::run(client, shared.clone(), telemetry.clone())));
+    let events = events_client.map(|client| {
+        let namespaces = source.namespace.clone();
+        tokio::spawn(publish::events::run(client, namespaces, shared.clone(), telemetry.clone()))
+    });
     // The watches stamp the index's clock with each event; this keeps it moving in a
     // quiet cluster, so that lost nodes past their retention go.
     let clock = live.then(|| tokio::spawn(keep_time(shared.clone())));

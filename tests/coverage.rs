@@ -451,3 +451,43 @@ fn a_misscheduled_pod_being_deleted_says_its_node_is_about_to_lose_the_agent() {
         )]
     );
 }
+
+#[test]
+fn a_restart_takes_back_the_losses_its_events_told_while_they_still_hold() {
+    use misschedule_exporter::index::{PastLoss, Restored};
+    use misschedule_exporter::rules::reason::Reason;
+    // After the restart: n1 lost its GPU label and its pod, n2 has both, n3 lost the label
+    // and has a pod again (misscheduled), n4 is gone.
+    let ds = daemonset("gpu-agent", json!({"nodeSelector": {GPU: "true"}}));
+    let index_with = |pods| {
+        cluster(
+            vec![gpu_node("n1", false), gpu_node("n2", true), gpu_node("n3", false)],
+            vec![ds.clone()],
+            vec![revision(&ds, "h")],
+            pods,
+        )
+    };
+    let mut index = index_with(vec![daemon_pod(&ds, "n2", "h", true), daemon_pod(&ds, "n3", "h", true)]);
+    assert_eq!(lost(&index), (vec![], vec![]), "a fresh start knows no loss");
+    let told = |node: &str| PastLoss {
+        daemonset: ds.metadata.uid.clone().unwrap(),
+        node: node.into(),
+        reason: Reason::NfdChange,
+        key: GPU.into(),
+        manager: Some("nfd-master".into()),
+        at: NOW - 120,
+    };
+    assert_eq!(index.restore_loss(&told("n1")), Restored::Lost);
+    let restored =
+        (vec![("n1".to_owned(), "nfd_change".to_owned(), GPU.to_owned(), "nfd-master".to_owned(), NOW - 120)], vec![]);
+    assert_eq!(lost(&index), restored, "the loss is back, with its verdict and time; no counter moves");
+    assert_eq!(index.restore_loss(&told("n1")), Restored::Moot, "taken back once");
+    assert!(matches!(index.restore_loss(&told("n2")), Restored::Covered(id) if &*id.name == "gpu-agent"));
+    assert_eq!(index.restore_loss(&told("n3")), Restored::Moot, "misscheduled again: told as such");
+    assert_eq!(index.restore_loss(&told("n4")), Restored::Moot, "the node is gone");
+    assert_eq!(index.restore_loss(&PastLoss { daemonset: "another".into(), ..told("n1") }), Restored::Moot);
+    // From then on it is a loss like any other: the pod back ends it.
+    apply(&mut index, gpu_node("n1", true));
+    apply(&mut index, daemon_pod(&ds, "n1", "h", true));
+    assert_eq!(lost(&index), (vec![], vec![]));
+}

@@ -304,4 +304,51 @@ async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
     let recovered = events_of(&lab.admin, "Recovered").await;
     assert!(recovered.iter().all(|(ds, ..)| ds == "gpu-agent"), "{recovered:#?}");
     assert_eq!(recovered.len(), 2, "{recovered:#?}");
+
+    // A NoExecute taint on n3 takes both agents; the exporter is restarted, and the taint
+    // goes while it is down. The new process reads its Events back: agent on n2 is still
+    // lost, and the two on n3 are covered again, which it tells.
+    k(&["taint", "node", "n3", "maintenance=x:NoExecute"]);
+    let n3 = [
+        ("agent", "n3", "taint_added", "maintenance", "kubectl-taint"),
+        ("gpu-agent", "n3", "taint_added", "maintenance", "kubectl-taint"),
+    ];
+    *counted.get_mut(&("agent".into(), "taint_added".into(), "maintenance".into())).unwrap() += 1.0;
+    *counted.get_mut(&("gpu-agent".into(), "taint_added".into(), "maintenance".into())).unwrap() += 1.0;
+    lab.expect("kubectl taint NoExecute on n3", &lost(&[tainted[0], n3[0], n3[1]]), &counted).await;
+    let n3_words: &[&str] = &["Node n3 lost its daemon pod", "key maintenance"];
+    lab.expect_events(
+        "a NodeLost Event for each on n3",
+        &[events[0], events[1], events[2], ("agent", n3_words, 1), ("gpu-agent", n3_words, 1)],
+    )
+    .await;
+    let Lab { admin, exporter, .. } = lab;
+    drop(exporter);
+    k(&["taint", "node", "n3", "maintenance-"]);
+    admin.wait_bound("gpu-agent", 2).await;
+    let restarted = Exporter::spawn(&["--kubeconfig", cp.get("EXPORTER_KUBECONFIG"), "--events"], Stdio::inherit());
+    let started = Instant::now();
+    loop {
+        let metrics = restarted.metrics();
+        if lost_in_metrics(&metrics) == lost(&[tainted[0]]) {
+            // Counters restarted with the process: the restored loss moves none.
+            assert!(losses_in_metrics(&metrics).values().all(|n| *n == 0.0), "{metrics}");
+            break;
+        }
+        assert!(started.elapsed() < STEP_TIMEOUT, "after the restart: {:#?}", lost_in_metrics(&metrics));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, body) = restarted.get("/explain").unwrap();
+    assert_eq!(lost_in_explanation(&serde_json::from_str(&body).unwrap()), lost(&[tainted[0]]), "/explain");
+    let started = Instant::now();
+    loop {
+        let recovered = events_of(&admin, "Recovered").await;
+        let n3_told: Vec<_> =
+            recovered.iter().filter(|(_, note, _)| note.starts_with("Node n3 is covered again")).collect();
+        if n3_told.len() == 2 {
+            break;
+        }
+        assert!(started.elapsed() < STEP_TIMEOUT, "no Recovered for n3 after the restart: {recovered:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

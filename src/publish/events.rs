@@ -29,6 +29,7 @@ use serde_json::json;
 
 use super::notice::{self, Notice, Target};
 use super::rate_limit::RateLimit;
+use super::restore;
 use super::transitions::Transitions;
 use crate::clock::unix_ms;
 use crate::shared::Shared;
@@ -58,8 +59,9 @@ fn instance() -> String {
         .unwrap_or_else(|| CONTROLLER.into())
 }
 
-/// Publish Events until the task is dropped or the index is gone.
-pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>) {
+/// Publish Events until the task is dropped or the index is gone. `namespaces`: where the
+/// exporter watches (all when empty), where an earlier run's Events are read back.
+pub async fn run(client: Client, namespaces: Vec<String>, shared: Arc<Shared>, telemetry: Arc<Telemetry>) {
     let mut sender = Sender {
         writer: Writer { client, instance: instance() },
         limit: RateLimit::new(BURST, PER_SECOND, 0.0),
@@ -73,6 +75,7 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
     // Recoveries seen and not yet written (throttled): a recovery is seen once, when its
     // subject goes, so it waits here rather than being lost.
     let mut recoveries: VecDeque<Notice> = VecDeque::new();
+    let mut restored = false;
     loop {
         if deferred {
             tokio::select! {
@@ -82,15 +85,16 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
         } else if generations.next().await.is_none() {
             return;
         }
-        let notices = {
-            let index = shared.read();
-            // Before the first sync the index is partial: pods would look misscheduled
-            // only because their nodes have not been listed yet.
-            if !index.synced() {
-                continue;
-            }
-            notice::current(&index)
-        };
+        // Before the first sync the index is partial: pods would look misscheduled only
+        // because their nodes have not been listed yet.
+        if !shared.read().synced() {
+            continue;
+        }
+        if !restored {
+            restored = true;
+            take_back(&sender.writer.client, &namespaces, &shared, &mut transitions, &mut recoveries).await;
+        }
+        let notices = notice::current(&shared.read());
         let gone = transitions.retain_current(&notices, unix_ms());
         if !gone.is_empty() {
             let index = shared.read();
@@ -117,6 +121,31 @@ pub async fn run(client: Client, shared: Arc<Shared>, telemetry: Arc<Telemetry>)
             }
             transitions.announced(notice, unix_ms());
         }
+    }
+}
+
+/// Once, at the first sync: the losses an earlier run told, taken back into the index, and
+/// the recoveries it could not tell queued.
+async fn take_back(
+    client: &Client,
+    namespaces: &[String],
+    shared: &Shared,
+    transitions: &mut Transitions,
+    recoveries: &mut VecDeque<Notice>,
+) {
+    match restore::past_losses(client, namespaces).await {
+        Ok(past) => {
+            let (lost, covered) = restore::restore(shared, &past);
+            tracing::info!(told = past.len(), lost, covered = covered.len(), "read back the losses earlier runs told");
+            for (recovery, lost_at_ms) in covered {
+                transitions.ended_before(recovery.event_id(), lost_at_ms);
+                recoveries.push_back(recovery);
+            }
+        }
+        Err(error) => tracing::warn!(
+            %error,
+            "cannot read back the losses earlier runs told in Events (list on events): lost nodes are known from what this run sees"
+        ),
     }
 }
 

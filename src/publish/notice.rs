@@ -141,6 +141,10 @@ impl Notice {
             }
             (Verdict::Uncovered, None) => {}
         }
+        // What a recovery closes: a restarted exporter reads back only a loss's.
+        if let (Kind::Recovered, Some(of)) = (self.kind, self.of) {
+            put("recovered", of.reason());
+        }
         out
     }
 

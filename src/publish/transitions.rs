@@ -91,6 +91,11 @@ impl Transitions {
         gone
     }
 
+    /// The verdict of Event `id` ended at `at_ms`, as an earlier run's Events tell.
+    pub fn ended_before(&mut self, id: u64, at_ms: i64) {
+        self.ended.insert(id, at_ms);
+    }
+
     /// When this process saw the verdict of Event `id` end, if it did: an Event written
     /// before then is an earlier episode, and a new one is a repeat.
     pub fn ended_at(&self, id: u64) -> Option<i64> {
