@@ -30,7 +30,8 @@ pub enum Change {
     Taint(NodeChange),
     /// What `kubectl apply -f` of DaemonSets would do: an existing one is matched by
     /// namespace and name, anything else is new. Only placement counts; a new image is a
-    /// rollout, not a change of which nodes run the pod.
+    /// rollout, not a change of which nodes run the pod. Whether the scheduler can then
+    /// place a created pod (resources, host ports) is not predicted.
     Apply {
         /// A file of DaemonSets (JSON or YAML, several documents or a List); - reads stdin.
         #[arg(short = 'f', long = "filename", required = true)]
