@@ -47,6 +47,31 @@ pub async fn config(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<
     Ok(config)
 }
 
+/// The Kubernetes releases whose DaemonSet controller the rules follow
+/// (docs/controller-semantics.md): what users run, upstream's three and the managed
+/// services' extended support.
+pub const RULES_FOLLOW: (u32, u32) = (33, 37);
+
+/// What to say of an API server of version `major`.`minor` (as `/version` spells them:
+/// managed services write `33+`) whose controller the rules do not follow; `None` when they
+/// do, or when the version cannot be read.
+pub fn version_warning(major: &str, minor: &str) -> Option<String> {
+    let number = |s: &str| s.trim_end_matches('+').parse::<u32>().ok();
+    let (major, minor) = (number(major)?, number(minor)?);
+    let (oldest, newest) = RULES_FOLLOW;
+    if major != 1 || minor < oldest {
+        Some(format!(
+            "the API server is Kubernetes {major}.{minor}, older than the 1.{oldest}-1.{newest} whose DaemonSet controller the rules follow: answers may differ from what its controller does (docs/controller-semantics.md)"
+        ))
+    } else if minor > newest {
+        Some(format!(
+            "the API server is Kubernetes 1.{minor}, newer than the 1.{oldest}-1.{newest} whose DaemonSet controller the rules follow: check for a newer exporter"
+        ))
+    } else {
+        None
+    }
+}
+
 /// The API server's address as an answer names it: `https://host:6443`.
 pub fn server(config: &kube::Config) -> String {
     config.cluster_url.to_string().trim_end_matches('/').to_owned()
@@ -59,9 +84,26 @@ pub async fn client(config: kube::Config) -> Result<Client, ConnectError> {
     match tokio::time::timeout(CONNECT_TIMEOUT, client.apiserver_version()).await {
         Ok(Ok(version)) => {
             tracing::info!(%server, version = %version.git_version, "connected to the API server");
+            if let Some(warning) = version_warning(&version.major, &version.minor) {
+                tracing::warn!(%server, version = %version.git_version, "{warning}");
+            }
             Ok(client)
         }
         Ok(Err(error)) => Err(ConnectError::Unreachable { server, error }),
         Err(_) => Err(ConnectError::Timeout { server, timeout: CONNECT_TIMEOUT }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::version_warning;
+
+    #[test]
+    fn only_versions_the_rules_do_not_follow_are_warned_of() {
+        assert_eq!(version_warning("1", "33"), None);
+        assert_eq!(version_warning("1", "37+"), None, "a managed service's spelling");
+        assert!(version_warning("1", "20").is_some_and(|w| w.contains("Kubernetes 1.20, older")));
+        assert!(version_warning("1", "38").is_some_and(|w| w.contains("newer")));
+        assert_eq!(version_warning("", ""), None, "unknown is not guessed at");
     }
 }
