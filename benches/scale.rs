@@ -444,6 +444,8 @@ fn main() {
     // The results must be right before their speed means anything.
     let misscheduled: usize = index.daemonsets().iter().map(|d| d.misscheduled_pods().len()).sum();
     assert_eq!(misscheduled, shape.expected_misscheduled_pods(), "wrong misscheduled pod count");
+    let uncovered: usize = index.daemonsets().iter().map(|d| d.uncovered_nodes().len()).sum();
+    assert_eq!(uncovered, shape.expected_uncovered_nodes(), "wrong uncovered node count");
     assert_eq!(index.daemonsets().len(), shape.daemonsets);
     let pods = shape.pods();
     let seconds = |d: Duration| (d.as_secs_f64(), format!("{:.2} s", d.as_secs_f64()));

@@ -449,6 +449,10 @@ fn synthetic_cluster_misschedules_exactly_the_draining_nodes_pods() {
     let pods: Vec<_> = views.iter().flat_map(|d| d.misscheduled_pods()).collect();
     assert!(!pods.is_empty());
     assert_eq!(pods.len(), shape.expected_misscheduled_pods());
+    let uncovered: Vec<_> = views.iter().flat_map(|d| d.uncovered_nodes()).collect();
+    assert!(!uncovered.is_empty());
+    assert_eq!(uncovered.len(), shape.expected_uncovered_nodes());
+    assert!(uncovered.iter().all(|u| u.reason.as_str() == "image_pull"), "{:?}", uncovered[0]);
     // Its managedFields name who tainted the nodes.
     assert!(pods.iter().all(|p| p.classification.manager.as_deref() == Some("cluster-autoscaler")), "{:?}", pods[0]);
     assert_eq!(index.daemonsets().len(), shape.daemonsets);

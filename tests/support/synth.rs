@@ -4,7 +4,8 @@
 //! DaemonSets with selectors, affinities and tolerations, their ControllerRevisions, and
 //! daemon pods exactly as the DaemonSet controller writes them (labels, controller
 //! ownerReference, `matchFields` affinity, template + default tolerations), with realistic
-//! container specs and status.
+//! container specs and status. One daemon pod in a hundred waits on an image it cannot pull,
+//! as the kubelet writes it (`uncovered`).
 #![allow(dead_code)]
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
@@ -51,6 +52,12 @@ fn has_avx512(i: usize) -> bool {
 }
 
 impl Shape {
+    /// Whether DaemonSet `j`'s pod on node `i` waits on an image it cannot pull: one in a
+    /// hundred, spread over every DaemonSet and node.
+    pub fn uncovered(&self, j: usize, i: usize) -> bool {
+        (i + 37 * j) % 100 == 50
+    }
+
     pub fn draining(&self, i: usize) -> bool {
         self.draining_percent > 0 && i % (100 / self.draining_percent) == 3
     }
@@ -243,17 +250,15 @@ impl Shape {
                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": uid(2, j, 0), "controller": true, "blockOwnerDeletion": true}]
             },
             "spec": spec,
-            "status": {
-                "phase": "Running", "hostIP": format!("10.0.{}.{}", i / 256 % 256, i % 256), "podIP": format!("10.1.{}.{}", i / 256 % 256, i % 256),
-                "startTime": "2026-01-01T00:00:05Z", "qosClass": "Burstable",
-                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:10Z"},
-                               {"type": "ContainersReady", "status": "True", "lastTransitionTime": "2026-01-01T00:00:10Z"}],
-                "containerStatuses": [{"name": "agent", "ready": true, "restartCount": nonce % 3, "image": format!("registry.example/agent-{j}:1.{j}.0"),
-                                       "imageID": "registry.example/agent@sha256:0123456789abcdef", "containerID": format!("containerd://{nonce:064x}"),
-                                       "started": true, "state": {"running": {"startedAt": "2026-01-01T00:00:09Z"}}}]
-            }
+            "status": if self.uncovered(j, i) { image_pull_status(j, i) } else { running_status(j, i, nonce) }
         }))
         .unwrap()
+    }
+
+    /// Pods on nodes their DaemonSet should run on that are not available: the
+    /// `uncovered` ones off the draining nodes (those are misscheduled instead).
+    pub fn expected_uncovered_nodes(&self) -> usize {
+        self.pod_slots().filter(|&(j, i)| self.uncovered(j, i) && !self.draining(i)).count()
     }
 
     /// Every (DaemonSet, node) pair: each has a pod.
@@ -269,6 +274,32 @@ impl Shape {
     pub fn expected_misscheduled_pods(&self) -> usize {
         (0..self.nodes).filter(|&i| self.draining(i)).count() * self.daemonsets
     }
+}
+
+fn running_status(j: usize, i: usize, nonce: u64) -> Value {
+    json!({
+        "phase": "Running", "hostIP": format!("10.0.{}.{}", i / 256 % 256, i % 256), "podIP": format!("10.1.{}.{}", i / 256 % 256, i % 256),
+        "startTime": "2026-01-01T00:00:05Z", "qosClass": "Burstable",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:10Z"},
+                       {"type": "ContainersReady", "status": "True", "lastTransitionTime": "2026-01-01T00:00:10Z"}],
+        "containerStatuses": [{"name": "agent", "ready": true, "restartCount": nonce % 3, "image": format!("registry.example/agent-{j}:1.{j}.0"),
+                               "imageID": "registry.example/agent@sha256:0123456789abcdef", "containerID": format!("containerd://{nonce:064x}"),
+                               "started": true, "state": {"running": {"startedAt": "2026-01-01T00:00:09Z"}}}]
+    })
+}
+
+/// What the kubelet writes for a pod whose image will not pull.
+fn image_pull_status(j: usize, i: usize) -> Value {
+    let image = format!("registry.example/agent-{j}:1.{j}.1");
+    json!({
+        "phase": "Pending", "hostIP": format!("10.0.{}.{}", i / 256 % 256, i % 256),
+        "startTime": "2026-01-01T00:00:05Z", "qosClass": "Burstable",
+        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"},
+                       {"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+                        "message": "containers with unready status: [agent]", "lastTransitionTime": "2026-01-01T00:00:01Z"}],
+        "containerStatuses": [{"name": "agent", "ready": false, "restartCount": 0, "image": image, "imageID": "", "started": false,
+                               "state": {"waiting": {"reason": "ImagePullBackOff", "message": format!("Back-off pulling image \"{image}\"")}}}]
+    })
 }
 
 fn namespace(j: usize) -> &'static str {
