@@ -16,84 +16,22 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams};
 use serde_json::{Value, json};
 use support::cluster::*;
 use support::nfd::set_feature_on;
 use support::plugin::{expose_exporter, kubectl, kubectl_plugin};
+use support::scene::*;
 
 mod support;
-
-const NODES: [&str; 3] = ["n1", "n2", "n3"];
-const AVX: &str = "feature.node.kubernetes.io/cpu-cpuid.AVX";
-
-async fn create_scene(admin: &Cluster) {
-    let pp = PostParams::default();
-    admin.create_namespace(NS).await;
-
-    // The exporter's permissions: exactly the ClusterRole the chart renders.
-    let rendered = render_chart();
-    dry_run_chart(admin, &rendered).await;
-    let role: ClusterRole = serde_json::from_value(rendered["clusterrole.yaml"].clone()).unwrap();
-    Api::<ClusterRole>::all(admin.client.clone()).create(&pp, &role).await.unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "misschedule-exporter"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.metadata.name},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "misschedule-exporter"}]
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.client.clone()).create(&pp, &binding).await.unwrap();
-
-    admin.add_nodes(&NODES, &[("disk", "ssd"), ("zone", "a")]).await;
-    // The CPU feature label, as nfd-master writes it.
-    set_feature_on(admin, &NODES, AVX, Some("true")).await;
-    let ds = |name: &str, spec: Value| -> DaemonSet {
-        let mut pod_spec = json!({"containers": [{"name": "agent", "image": "registry.example/agent:1"}]});
-        pod_spec.as_object_mut().unwrap().extend(spec.as_object().unwrap().clone());
-        serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "spec": {"selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}
-        }))
-        .unwrap()
-    };
-    let zone = |z: &str| {
-        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "zone", "operator": "In", "values": [z]}]}]}}})
-    };
-    for d in [
-        ds("datadog-agent", json!({})),
-        // OnDelete: a template change replaces no pod by itself, so a pod the change strands
-        // (it keeps a node it no longer tolerates) stays to be seen; under RollingUpdate the
-        // rollout deletes it soon after, and the node is lost instead.
-        on_delete(ds(
-            "ssd-agent",
-            json!({"nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "dedicated", "operator": "Exists"}]}),
-        )),
-        ds("avx-agent", json!({"nodeSelector": {AVX: "true"}})),
-        ds("zone-agent", json!({"affinity": zone("a")})),
-    ] {
-        admin.daemonsets.create(&pp, &d).await.unwrap();
-    }
-}
-
-fn on_delete(mut ds: DaemonSet) -> DaemonSet {
-    let strategy = serde_json::from_value(json!({"type": "OnDelete"})).unwrap();
-    ds.spec.as_mut().unwrap().update_strategy = Some(strategy);
-    ds
-}
-
-const ALL: [&str; 4] = ["datadog-agent", "ssd-agent", "avx-agent", "zone-agent"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the lab: scripts/test.sh runs it"]
 async fn scenarios_match_the_real_daemonset_controller() {
     let cp = ControlPlane::start_lab("scenarios", &LabOptions { components: &["nfd"], ..Default::default() });
     let admin = Cluster::connect(cp.get("ADMIN_KUBECONFIG")).await;
-    create_scene(&admin).await;
+    create_scene(&admin, Deletes::AtOnce).await;
     // With Events on: the chart's role (events.enabled) allows writing them.
     // On every address: the plugin's --from-exporter reaches it through a Service.
     let exporter =

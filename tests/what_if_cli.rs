@@ -58,7 +58,7 @@ fn every_plugin_command_takes_a_snapshot() {
     let explanation = json(&out);
     let pods: Vec<&str> =
         explanation["misscheduled"].as_array().unwrap().iter().map(|r| r["pod"].as_str().unwrap()).collect();
-    assert_eq!(pods, ["ssd-agent-tbk84"]);
+    assert_eq!(pods, ["ssd-agent-mcgxz"]);
     let out = plugin(&["--snapshot", SNAPSHOT, "--exit-code"]);
     assert_eq!(out.status.code(), Some(1), "a misscheduled pod with --exit-code");
     let out = plugin(&["--snapshot", SNAPSHOT, "--watch"]);
@@ -79,7 +79,7 @@ fn the_answer_has_changes_and_desired_and_names_what_it_looked_at() {
         ("namespace", "monitoring"),
         ("daemonset", "ssd-agent"),
         ("node", "n1"),
-        ("pod", "ssd-agent-mwrsq"),
+        ("pod", "ssd-agent-ztrdz"),
         ("effect", "delete"),
         ("reason", "label_drift"),
         ("key", "disk"),

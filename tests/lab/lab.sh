@@ -25,7 +25,9 @@
 #                    general (upstream's other set: a delete finishes at a random moment between
 #                    1 s and the end of its grace period, as a kubelet's containers stop)
 #                    Either way, a pod annotated lab.misschedule.io/fault (image-pull, crash-loop,
-#                    not-ready) gets what a kubelet writes then instead (stages/pod-faults.yaml)
+#                    not-ready) gets what a kubelet writes then instead (stages/pod-faults.yaml),
+#                    and one annotated lab.misschedule.io/stop: at-grace-end goes only when its
+#                    grace period ends (stages/pod-stop-at-grace.yaml)
 #   APISERVER_EXTRA_ARGS  extra kube-apiserver flags, kept across start-apiserver
 #   MISSCHEDULE_CACHE     cache root (default ~/.cache/misschedule-exporter)
 # Fault tests also use `kill-apiserver DIR` (SIGKILL) and `start-apiserver DIR`.
@@ -293,13 +295,13 @@ up() {
   # KWOK runs every node: heartbeats through leases, pods Running and Ready, deletes finished.
   local stages=${LAB_POD_STAGES:-fast}
   [ -d "$kwok_dir/stages/pod-$stages" ] || die "LAB_POD_STAGES is fast or general, not $stages"
-  # KWOK's pod-ready Stage leaves alone the pods our fault Stages (stages/pod-faults.yaml) drive.
-  local not_faulty="    - key: '.metadata.annotations[\"lab.misschedule.io/fault\"]'
-      operator: 'DoesNotExist'"
+  # KWOK's pod-ready and pod-delete Stages leave alone the pods our own Stages drive
+  # (stages/: a fault a kubelet reports, a delete that takes the whole grace period).
   for f in "$kwok_dir/stages/"*.yaml "$kwok_dir/stages/pod-$stages/"*.yaml "$LAB/stages/"*.yaml; do
     echo ---
     case $(basename "$f") in
-      pod-ready.yaml) awk -v extra="$not_faulty" '{ print } /^    matchExpressions:$/ && !done { print extra; done = 1 }' "$f" ;;
+      pod-ready.yaml) without_annotation lab.misschedule.io/fault <"$f" ;;
+      pod-delete.yaml) without_annotation lab.misschedule.io/stop <"$f" ;;
       *) cat "$f" ;;
     esac
   done >"$dir/kwok.yaml"
@@ -330,6 +332,12 @@ EOE
 
   for c in "${components[@]}"; do "up_$c" "$dir"; done
   log "lab up: Kubernetes v$K8S_VERSION at $server; env in $dir/env"
+}
+
+without_annotation() { # without_annotation KEY: a Stage on stdin, selecting only objects without KEY
+  local extra="    - key: '.metadata.annotations[\"$1\"]'
+      operator: 'DoesNotExist'"
+  awk -v extra="$extra" '{ print } /^    matchExpressions:$/ && !done { print extra; done = 1 }'
 }
 
 add_nodes() { # add_nodes DIR COUNT: as a kubelet registers them; KWOK makes them Ready.

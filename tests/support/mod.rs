@@ -13,6 +13,7 @@ pub mod plugin;
 pub mod process;
 pub mod prometheus;
 pub mod proxy;
+pub mod scene;
 pub mod synth;
 
 pub use exporter::Exporter;
