@@ -644,6 +644,11 @@ fn notes_tell_kube_prometheus_stack_users_about_the_release_label() {
         "prometheusRule": {"enabled": true, "labels": {"release": "kps"}},
     }));
     assert!(!with.contains("release="), "{with}");
+    // With the rules: the stock alerts they replace, to turn off.
+    for stock in ["KubeDaemonSetMisScheduled: true", "KubeDaemonSetRolloutStuck: true", "KubeDaemonSetNotScheduled: true"] {
+        assert!(with.contains(stock), "{with}");
+    }
+    assert!(!notes(json!({})).contains("KubeDaemonSet"), "no rules, nothing to replace");
 }
 
 /// Everything on, with HTTPS from a TLS Secret and a bearer token from another.
