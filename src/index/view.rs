@@ -146,7 +146,8 @@ impl<'a> DaemonSetView<'a> {
                 Some(pod) => {
                     let entered = pod.health_since().max(pod.created);
                     let reason = pod_reason(pod.health, entered, pod.deletion().is_some(), now);
-                    // A pod Ready by now, with the index not yet told: on its way.
+                    // Ready, not yet for minReadySeconds (or the index is not yet told it
+                    // matured): on its way.
                     (reason.unwrap_or(Uncovered::Starting), entered)
                 }
                 None => {

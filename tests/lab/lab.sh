@@ -27,7 +27,9 @@
 #                    Either way, a pod annotated lab.misschedule.io/fault (image-pull, crash-loop,
 #                    not-ready) gets what a kubelet writes then instead (stages/pod-faults.yaml),
 #                    and one annotated lab.misschedule.io/stop: at-grace-end goes only when its
-#                    grace period ends (stages/pod-stop-at-grace.yaml)
+#                    grace period ends (stages/pod-stop-at-grace.yaml); a pod the node lifecycle
+#                    controller marked NotReady (its node's heartbeats lagged) is reported Ready
+#                    again, as a kubelet does (stages/pod-ready-again.yaml)
 #   APISERVER_EXTRA_ARGS  extra kube-apiserver flags, kept across start-apiserver
 #   MISSCHEDULE_CACHE     cache root (default ~/.cache/misschedule-exporter)
 # Fault tests also use `kill-apiserver DIR` (SIGKILL) and `start-apiserver DIR`.
