@@ -60,8 +60,8 @@ fn rows(rows: &[(&str, &str, &str, &str, &str)]) -> Uncovered {
         .collect()
 }
 
-/// A DaemonSet `name` in `namespace` with `container` merged into its one container and
-/// `annotations` on its pod template.
+/// A DaemonSet `name` with `container` merged into its one container and `annotations` on
+/// its pod template.
 fn daemonset(name: &str, container: Value, annotations: Value) -> DaemonSet {
     let mut agent = json!({"name": "agent", "image": format!("registry.example/{name}:1")});
     agent.as_object_mut().unwrap().extend(container.as_object().unwrap().clone());
@@ -74,8 +74,8 @@ fn daemonset(name: &str, container: Value, annotations: Value) -> DaemonSet {
     .unwrap()
 }
 
-/// Wait until every surface lists exactly `want` as uncovered (`starting` rows aside when
-/// `with_starting` is false).
+/// Wait until /metrics lists exactly `want` as uncovered, then check /explain, the page
+/// and the plugin (through the exporter, and with one look) say the same.
 async fn expect(exporter: &Exporter, kubeconfig: &str, step: &str, want: &Uncovered) {
     let started = Instant::now();
     loop {
