@@ -103,7 +103,10 @@ fn series(metrics: &str) -> BTreeSet<String> {
         // Losses so far are history since the exporter started: a fresh one has none.
         .filter(|l| l.starts_with("daemonset_") && !l.starts_with("daemonset_node_losses_total"))
         .map(|l| {
-            if l.starts_with("daemonset_misscheduled_pod_since_timestamp_seconds") {
+            // When a pod became misscheduled, or a node uncovered: the one that watched saw
+            // it happen, the fresh one reads the objects' own evidence.
+            let name = l.split(['{', ' ']).next().unwrap_or_default();
+            if name.ends_with("_since_timestamp_seconds") {
                 l.rsplit_once(' ').map_or(l, |(series, _)| series).to_owned()
             } else {
                 l.to_owned()
