@@ -204,6 +204,44 @@ where
     ExitCode::from(exit.code())
 }
 
+/// Resolves once SIGINT or SIGTERM arrives, for every server that awaits one: the
+/// exporter's and the admission guard's listeners stop together. Call from the runtime.
+pub fn shutdown_signal() -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+    let (signal, received) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        signalled().await;
+        let _ = signal.send(true);
+    });
+    move || {
+        let mut received = received.clone();
+        Box::pin(async move {
+            let _ = received.wait_for(|&stop| stop).await;
+        })
+    }
+}
+
+async fn signalled() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => tracing::info!("SIGINT received, shutting down"),
+        () = terminate => tracing::info!("SIGTERM received, shutting down"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;

@@ -14,6 +14,7 @@
 pub mod allocator;
 pub mod cli;
 pub mod clock;
+pub mod guard;
 pub mod http;
 pub mod index;
 pub mod k8s;

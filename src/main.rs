@@ -10,12 +10,12 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use misschedule_exporter::cli::{self, Classification, Exit, LogFormat};
 use misschedule_exporter::clock::unix_now;
+use misschedule_exporter::guard::Policy;
 use misschedule_exporter::http::auth::{Authenticator, ScrapeAuth};
 use misschedule_exporter::http::reload::{self, Reload};
-use misschedule_exporter::http::server;
 use misschedule_exporter::http::tls::ReloadingCert;
 use misschedule_exporter::http::token_review::TokenReviewer;
-use misschedule_exporter::index::Index;
+use misschedule_exporter::http::{server, webhook};
 use misschedule_exporter::once::Reading;
 use misschedule_exporter::publish;
 use misschedule_exporter::report::explain::Selection;
@@ -24,9 +24,9 @@ use misschedule_exporter::report::scope::Origin;
 use misschedule_exporter::report::text::{self, Output};
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::source::connect;
-use misschedule_exporter::source::snapshot::Snapshot;
+use misschedule_exporter::source::snapshot::{self, Snapshot};
 use misschedule_exporter::source::watch;
-use misschedule_exporter::telemetry::Telemetry;
+use misschedule_exporter::telemetry::{CredentialFile, Telemetry};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
@@ -46,6 +46,9 @@ struct Cli {
 
     #[command(flatten)]
     web: Web,
+
+    #[command(flatten)]
+    guard: Guard,
 
     /// Write Events on the DaemonSet, so `kubectl describe daemonset` says why: Misscheduled
     /// when a pod becomes misscheduled or its reason changes, NodeLost when a node loses its
@@ -158,6 +161,30 @@ struct Web {
     credentials_reload_seconds: u64,
 }
 
+/// The admission guard (docs/guard.md): warns before a node or DaemonSet change deletes or
+/// strands daemon pods, and refuses it for DaemonSets annotated `misschedule.io/guard: deny`.
+#[derive(Debug, clap::Args)]
+struct Guard {
+    /// Serve the validating admission webhook, `POST /validate`, over HTTPS on this address.
+    #[arg(long, env = "MISSCHEDULE_WEBHOOK_LISTEN", value_parser = cli::parse_listen, conflicts_with = "snapshot",
+          requires_all = ["webhook_tls_cert_file", "webhook_tls_key_file"])]
+    webhook_listen: Option<SocketAddr>,
+
+    /// PEM certificate chain of the webhook, which the API server verifies against the
+    /// webhook configuration's caBundle. Re-read when it changes.
+    #[arg(long, env = "MISSCHEDULE_WEBHOOK_TLS_CERT_FILE", requires = "webhook_listen")]
+    webhook_tls_cert_file: Option<PathBuf>,
+
+    /// PEM private key for --webhook-tls-cert-file. Re-read when it changes.
+    #[arg(long, env = "MISSCHEDULE_WEBHOOK_TLS_KEY_FILE", requires = "webhook_listen")]
+    webhook_tls_key_file: Option<PathBuf>,
+
+    /// A user whose changes the guard warns about but never refuses, such as nfd-master's
+    /// ServiceAccount (system:serviceaccount:NAMESPACE:NAME). Repeat, or separate with commas.
+    #[arg(long = "guard-exempt-user", env = "MISSCHEDULE_GUARD_EXEMPT_USERS", value_delimiter = ',')]
+    guard_exempt_users: Vec<String>,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// List misscheduled pods with node, reason, key, age and a suggested fix,
@@ -232,13 +259,13 @@ async fn run(cli: Cli) -> Outcome {
         let snapshot = Snapshot::read_files(&source.snapshot).or_exit(Exit::Snapshot)?;
         let origin = Origin::read_once(format!("snapshot {}", snapshot.files()), source.namespace.clone());
         snapshot.load_into(&mut index, &source.namespace).or_exit(Exit::Snapshot)?;
-        warn_on_status_disagreement(&index);
+        snapshot::warn_on_status_disagreement(&index);
         (Arc::new(Shared::new(index)), origin)
     };
 
     let web = &cli.web;
     let tls = match (&web.tls_cert_file, &web.tls_key_file) {
-        (Some(cert), Some(key)) => Some(ReloadingCert::load(cert, key).or_exit(Exit::Config)?),
+        (Some(cert), Some(key)) => Some(ReloadingCert::load(CredentialFile::Tls, cert, key).or_exit(Exit::Config)?),
         _ => None,
     };
     let acceptor = tls.as_ref().map(ReloadingCert::acceptor).transpose().or_exit(Exit::Config)?;
@@ -258,11 +285,27 @@ async fn run(cli: Cli) -> Outcome {
         events = events_client.is_some(),
         "serving /, /explain, /metrics, /healthz, /readyz"
     );
-    let reloadable: Vec<Arc<dyn Reload>> = tls
+    let mut reloadable: Vec<Arc<dyn Reload>> = tls
         .map(|cert| cert as Arc<dyn Reload>)
         .into_iter()
         .chain(credentials.clone().map(|auth| auth as Arc<dyn Reload>))
         .collect();
+    let shutdown = cli::shutdown_signal();
+    let guard = &cli.guard;
+    let webhook = match (guard.webhook_listen, &guard.webhook_tls_cert_file, &guard.webhook_tls_key_file) {
+        (Some(at), Some(cert), Some(key)) => {
+            let cert = ReloadingCert::load(CredentialFile::WebhookTls, cert, key).or_exit(Exit::Config)?;
+            let acceptor = cert.acceptor().or_exit(Exit::Config)?;
+            reloadable.push(cert);
+            let listener =
+                TcpListener::bind(at).await.with_context(|| format!("cannot listen on {at}")).or_exit(Exit::Listen)?;
+            tracing::info!(listen = %at, "serving the admission guard's POST /validate over https");
+            let policy = Policy { exempt_users: guard.guard_exempt_users.clone() };
+            let router = webhook::router(shared.clone(), telemetry.clone(), policy);
+            Some(tokio::spawn(server::serve(listener, router, Some(acceptor), shutdown())))
+        }
+        _ => None,
+    };
     let reloader = (!reloadable.is_empty()).then(|| {
         let every = Duration::from_secs(web.credentials_reload_seconds);
         tokio::spawn(reload::reload_credentials(reloadable, telemetry.clone(), every))
@@ -278,7 +321,10 @@ async fn run(cli: Cli) -> Outcome {
     telemetry.register(&mut self_metrics, shared.clone());
     let exposition = Arc::new(metrics::Exposition::new(shared.clone(), self_metrics));
     let router = server::router(shared, exposition, ScrapeAuth { credentials, token_review }, origin);
-    server::serve(listener, router, acceptor, shutdown_signal()).await.or_exit(Exit::Runtime)?;
+    server::serve(listener, router, acceptor, shutdown()).await.or_exit(Exit::Runtime)?;
+    if let Some(webhook) = webhook {
+        let _ = webhook.await;
+    }
     reloader.inspect(|task| task.abort());
     events.inspect(|task| task.abort());
     clock.inspect(|task| task.abort());
@@ -329,49 +375,11 @@ async fn explain_once(source: &Source, all_namespaces: bool, daemonset: Option<S
     Ok(Exit::Success)
 }
 
-/// A snapshot's DaemonSet status is the controller's truth: say so when we disagree.
-fn warn_on_status_disagreement(index: &Index) {
-    for view in index.daemonsets() {
-        let Some(status) = view.ds.status else { continue };
-        let ours = view.misscheduled_node_count() as i64;
-        if status.number_misscheduled != ours {
-            tracing::warn!(
-                daemonset = %format!("{}/{}", view.ds.id.namespace, view.ds.id.name),
-                status_number_misscheduled = status.number_misscheduled,
-                exporter = ours,
-                "misscheduled count disagrees with the DaemonSet status; the status lags the objects (higher after a node is deleted, lower on 1.33+ after a NoSchedule taint such as a drain): see docs/controller-semantics.md"
-            );
-        }
-    }
-}
-
 /// Stamp the index's clock once a minute, whether or not anything happens.
 async fn keep_time(shared: Arc<Shared>) {
     let mut ticks = tokio::time::interval(Duration::from_secs(60));
     loop {
         ticks.tick().await;
         shared.update(|index| index.set_now(unix_now()));
-    }
-}
-
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = interrupt => tracing::info!("SIGINT received, shutting down"),
-        () = terminate => tracing::info!("SIGTERM received, shutting down"),
     }
 }

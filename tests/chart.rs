@@ -645,7 +645,9 @@ fn notes_tell_kube_prometheus_stack_users_about_the_release_label() {
     }));
     assert!(!with.contains("release="), "{with}");
     // With the rules: the stock alerts they replace, to turn off.
-    for stock in ["KubeDaemonSetMisScheduled: true", "KubeDaemonSetRolloutStuck: true", "KubeDaemonSetNotScheduled: true"] {
+    for stock in
+        ["KubeDaemonSetMisScheduled: true", "KubeDaemonSetRolloutStuck: true", "KubeDaemonSetNotScheduled: true"]
+    {
         assert!(with.contains(stock), "{with}");
     }
     assert!(!notes(json!({})).contains("KubeDaemonSet"), "no rules, nothing to replace");

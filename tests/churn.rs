@@ -350,6 +350,20 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
     let fresh = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--events"], &cp.dir.join("fresh.log"));
     settled(&admin, &fresh, Duration::from_secs(60)).await;
     let (ours, theirs) = (series(&exporter.metrics()), series(&fresh.metrics()));
+    let differing: Vec<&String> = ours.symmetric_difference(&theirs).collect();
+    for line in &differing {
+        // What the API server says of each pod a differing row names, to tell who is right.
+        let Some(pod) = line.split("pod=\"").nth(1).and_then(|rest| rest.split('"').next()) else { continue };
+        let found = admin.pods.get_opt(pod).await.ok().flatten();
+        let status = found.as_ref().map(|p| {
+            (
+                &p.metadata.deletion_timestamp,
+                p.spec.as_ref().map(|s| &s.node_name),
+                p.status.as_ref().map(|s| &s.conditions),
+            )
+        });
+        println!("{pod}: {status:?}");
+    }
     assert_eq!(
         ours.symmetric_difference(&theirs).collect::<Vec<_>>(),
         Vec::<&String>::new(),

@@ -86,23 +86,6 @@ fn get_with(port: u16, path: &str, authorization: Option<&str>) -> String {
     raw_exchange(port, format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{header}\r\n").as_bytes())
 }
 
-/// A self-signed certificate for 127.0.0.1 in `dir`: (cert, key).
-fn self_signed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
-    let (cert, key) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
-    let status = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
-        .args(["-subj", &format!("/CN={name}"), "-addext", "subjectAltName=IP:127.0.0.1"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(Stdio::null())
-        .status()
-        .expect("openssl");
-    assert!(status.success());
-    (cert, key)
-}
-
 /// HTTPS GET with curl, trusting only `ca`: (status, body), or None if TLS failed.
 fn https_get(port: u16, path: &str, ca: &Path) -> Option<(u16, String)> {
     let out = Command::new("curl")
@@ -145,7 +128,7 @@ fn tls_serves_https_and_picks_up_a_rotated_certificate() {
     for version in ["v1", "v2", "v3"] {
         let versioned = dir.join(version);
         std::fs::create_dir_all(&versioned).unwrap();
-        let (cert, key) = self_signed(&versioned, version);
+        let (cert, key) = http::self_signed(&versioned, version);
         std::fs::rename(cert, versioned.join("tls.crt")).unwrap();
         std::fs::rename(key, versioned.join("tls.key")).unwrap();
     }
@@ -221,8 +204,8 @@ fn tls_serves_https_and_picks_up_a_rotated_certificate() {
 #[test]
 fn unusable_tls_files_are_configuration_errors() {
     let dir = temp_dir("tls-bad");
-    let (cert_a, _) = self_signed(&dir, "a");
-    let (_, key_b) = self_signed(&dir, "b");
+    let (cert_a, _) = http::self_signed(&dir, "a");
+    let (_, key_b) = http::self_signed(&dir, "b");
     let out = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
         .arg("--snapshot")
         .arg(example())

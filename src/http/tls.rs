@@ -34,6 +34,8 @@ pub enum TlsError {
 /// certificate; established connections keep theirs.
 #[derive(Debug)]
 pub struct ReloadingCert {
+    /// Which certificate, for the log and the self-metrics.
+    file: CredentialFile,
     cert_path: PathBuf,
     key_path: PathBuf,
     files: Mutex<WatchedFiles<2>>,
@@ -42,12 +44,13 @@ pub struct ReloadingCert {
 }
 
 impl ReloadingCert {
-    pub fn load(cert_path: &Path, key_path: &Path) -> Result<Arc<Self>, TlsError> {
+    pub fn load(file: CredentialFile, cert_path: &Path, key_path: &Path) -> Result<Arc<Self>, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut files = WatchedFiles::new([cert_path.to_owned(), key_path.to_owned()]);
         let [cert_pem, key_pem] = files.read()?;
         let current = certified_key(cert_path, &cert_pem, key_path, &key_pem, &provider)?;
         Ok(Arc::new(Self {
+            file,
             cert_path: cert_path.to_owned(),
             key_path: key_path.to_owned(),
             files: Mutex::new(files),
@@ -79,7 +82,7 @@ impl ReloadingCert {
 
 impl Reload for ReloadingCert {
     fn file(&self) -> CredentialFile {
-        CredentialFile::Tls
+        self.file
     }
     fn reload_if_changed(&self) -> Result<bool, String> {
         ReloadingCert::reload_if_changed(self).map_err(|e| e.to_string())

@@ -12,6 +12,7 @@ mod adoption;
 pub mod coverage;
 mod daemonset;
 mod daemonset_state;
+mod excerpt;
 mod failed_create;
 mod node;
 mod pod;
@@ -26,6 +27,7 @@ use kube::runtime::watcher::Event;
 
 use self::coverage::Verdict;
 use self::daemonset_state::DaemonSetState;
+pub use self::excerpt::Touched;
 pub use self::failed_create::{EventsRead, FailedCreateEvent};
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::restore::{PastLoss, Restored};

@@ -20,6 +20,7 @@ use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, FieldOwner, LabelSelector, Node, NodeManagers, NodeSelectorTerm, ObjectRef,
     Placement, Pod, REVISION_HASH_LABEL, RarePod, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Uid,
 };
+use crate::rules::admission;
 use crate::rules::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
 use crate::rules::reason::NFD_FEATURE_PREFIX;
 
@@ -179,6 +180,7 @@ pub fn daemonset(ds: &apps::DaemonSet, interner: &mut Interner) -> Result<Daemon
         status,
         deleting: meta.deletion_timestamp.is_some(),
         min_ready_seconds,
+        refuses_disruption: admission::refuses_disruption(meta.annotations.as_ref()),
     })
 }
 

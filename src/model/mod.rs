@@ -222,6 +222,9 @@ pub struct DaemonSet {
     pub deleting: bool,
     /// `spec.minReadySeconds`: how long a pod must have been Ready to count as available.
     pub min_ready_seconds: u32,
+    /// `misschedule.io/guard: deny`: the admission guard refuses changes that would delete
+    /// or strand its pods (`rules::admission`).
+    pub refuses_disruption: bool,
 }
 
 impl DaemonSet {

@@ -1,8 +1,10 @@
 //! Pure rules over the model: the DaemonSet controller's (`eligibility`, with apimachinery's
 //! label syntax in `validation`) and ours (`reason`: why a pod is misscheduled;
 //! `attribution`: which field manager made the change; `uncovered`: why a node the
-//! DaemonSet should run on has no available pod).
+//! DaemonSet should run on has no available pod; `admission`: whether the admission guard
+//! lets a change through).
 
+pub mod admission;
 pub mod attribution;
 pub mod eligibility;
 pub mod reason;

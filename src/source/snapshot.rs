@@ -278,6 +278,22 @@ pub(super) fn parse_documents(path: &Path, text: &str) -> Result<Vec<Value>, Sna
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
 }
 
+/// A snapshot's DaemonSet status is the controller's truth: say so when we disagree.
+pub fn warn_on_status_disagreement(index: &Index) {
+    for view in index.daemonsets() {
+        let Some(status) = view.ds.status else { continue };
+        let ours = view.misscheduled_node_count() as i64;
+        if status.number_misscheduled != ours {
+            tracing::warn!(
+                daemonset = %format!("{}/{}", view.ds.id.namespace, view.ds.id.name),
+                status_number_misscheduled = status.number_misscheduled,
+                exporter = ours,
+                "misscheduled count disagrees with the DaemonSet status; the status lags the objects (higher after a node is deleted, lower on 1.33+ after a NoSchedule taint such as a drain): see docs/controller-semantics.md"
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,8 +92,11 @@ impl WatchFailure {
 /// Which credential files a reload concerns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CredentialFile {
+    /// The certificate of `/metrics` (`--tls-cert-file`).
     Tls,
     Auth,
+    /// The admission guard's certificate (`--webhook-tls-cert-file`).
+    WebhookTls,
 }
 
 impl CredentialFile {
@@ -101,6 +104,7 @@ impl CredentialFile {
         match self {
             Self::Tls => "tls",
             Self::Auth => "auth",
+            Self::WebhookTls => "webhook_tls",
         }
     }
 }
@@ -163,6 +167,12 @@ pub struct FileLabels {
 pub struct ReloadLabels {
     pub file: &'static str,
     pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AdmissionLabels {
+    pub resource: &'static str,
+    pub verdict: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -15,16 +15,18 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::guard::{self, Verdict};
 use crate::index::Resource;
 use crate::report::format::gauges;
 use crate::shared::Shared;
 
 mod labels;
 
-pub use self::labels::{CredentialFile, EventType, KubeEventResult, WatchFailure};
 use self::labels::{
-    ErrorLabels, EventLabels, FileLabels, KubeEventLabels, ReloadLabels, ResourceLabels, resource_labels,
+    AdmissionLabels, ErrorLabels, EventLabels, FileLabels, KubeEventLabels, ReloadLabels, ResourceLabels,
+    resource_labels,
 };
+pub use self::labels::{CredentialFile, EventType, KubeEventResult, WatchFailure};
 
 /// The counters and histograms the edges write: the watch tasks, the HTTP edge's credential
 /// reloads and the Event publisher.
@@ -40,6 +42,8 @@ pub struct Telemetry {
     /// 1 while the files on disk are unusable and the previous credentials serve.
     reload_failing: Family<FileLabels, Gauge>,
     kube_events: Family<KubeEventLabels, Counter>,
+    admission_reviews: Family<AdmissionLabels, Counter>,
+    admission_duration: Histogram,
     /// Unix seconds of each resource's last watch event: a plain store per event, read by
     /// the collector, rather than a family lookup on the hot path.
     last_event: Arc<[AtomicI64; 4]>,
@@ -58,6 +62,10 @@ impl Default for Telemetry {
             reloads: Family::default(),
             reload_failing: Family::default(),
             kube_events: Family::default(),
+            admission_reviews: Family::default(),
+            // 100µs .. ~1.6s: a node change costs microseconds, a DaemonSet change at the
+            // largest scale tens of milliseconds; the API server waits 3 s at most.
+            admission_duration: Histogram::new(exponential_buckets(1e-4, 4.0, 8)),
             last_event: Arc::new(std::array::from_fn(|_| AtomicI64::new(0))),
         };
         // Series exist at zero from the start, so rate() and alerts see "none yet", not "no data".
@@ -76,7 +84,7 @@ impl Default for Telemetry {
                     .get_or_create_owned(&ErrorLabels { resource: resource.as_str(), reason: reason.as_str() });
             }
         }
-        for file in [CredentialFile::Tls, CredentialFile::Auth] {
+        for file in [CredentialFile::Tls, CredentialFile::Auth, CredentialFile::WebhookTls] {
             telemetry.reload_failing.get_or_create_owned(&FileLabels { file: file.as_str() });
             for result in ["success", "failure"] {
                 telemetry.reloads.get_or_create_owned(&ReloadLabels { file: file.as_str(), result });
@@ -84,6 +92,13 @@ impl Default for Telemetry {
         }
         for result in KubeEventResult::ALL {
             telemetry.kube_events.get_or_create_owned(&KubeEventLabels { result: result.as_str() });
+        }
+        for resource in guard::RESOURCES {
+            for verdict in Verdict::ALL {
+                telemetry
+                    .admission_reviews
+                    .get_or_create_owned(&AdmissionLabels { resource, verdict: verdict.as_str() });
+            }
         }
         telemetry
     }
@@ -121,6 +136,12 @@ impl Telemetry {
 
     pub fn record_kube_event(&self, result: KubeEventResult) {
         self.kube_events.get_or_create(&KubeEventLabels { result: result.as_str() }).inc();
+    }
+
+    /// One AdmissionReview answered by the guard, and how long the answer took.
+    pub fn record_admission(&self, resource: &'static str, verdict: Verdict, seconds: f64) {
+        self.admission_reviews.get_or_create(&AdmissionLabels { resource, verdict: verdict.as_str() }).inc();
+        self.admission_duration.observe(seconds);
     }
 
     /// Registers every self-metric: these counters, and the gauges read from `shared` at
@@ -170,6 +191,16 @@ impl Telemetry {
             "misschedule_exporter_kube_events",
             "Kubernetes Events about misscheduled pods (--events), by result: sent, exists (written already by another replica or before a restart), rate_limited and unavailable (retried later), forbidden (RBAC; not retried), failed",
             self.kube_events.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_admission_reviews",
+            "AdmissionReviews the guard answered (--webhook-listen), by resource and verdict: allowed (nothing moves), warned, denied (a DaemonSet with misschedule.io/guard: deny), unsynced (let through unchecked)",
+            self.admission_reviews.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_admission_review_duration_seconds",
+            "Time to answer one AdmissionReview, from the decoded request to the encoded answer",
+            self.admission_duration.clone(),
         );
         registry.register_collector(Box::new(StateGauges { shared, last_event: self.last_event.clone() }));
     }
@@ -255,6 +286,8 @@ mod tests {
             "credential_reloads",
             "credential_reload_failing",
             "kube_events",
+            "admission_reviews",
+            "admission_review_duration_seconds",
             "last_event_timestamp_seconds",
             "cache_objects",
             "cache_synced",

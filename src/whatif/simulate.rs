@@ -41,11 +41,17 @@ pub fn nodes(
     current: Vec<SlimNode>,
     edited: Vec<SlimNode>,
 ) -> Result<Outcome, WhatIfError> {
-    let names: Vec<Str> = current.iter().filter_map(|n| n.metadata.name.as_deref().map(Str::from)).collect();
     // The versions the edit read, so that before is what the edit was made on.
     for node in current {
         index.apply(Event::Apply(node))?;
     }
+    edited_nodes(index, selection, edited)
+}
+
+/// The nodes as the index holds them, changed to `edited` (the admission guard's question:
+/// the index's copy is the "before").
+pub fn edited_nodes(index: &mut Index, selection: &Selection, edited: Vec<SlimNode>) -> Result<Outcome, WhatIfError> {
+    let names: Vec<Str> = edited.iter().filter_map(|n| n.metadata.name.as_deref().map(Str::from)).collect();
     let scope: Vec<ObjectRef> = index
         .daemonsets()
         .iter()

@@ -2,6 +2,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// (status, body), or `None` if nothing answered.
@@ -126,4 +127,21 @@ fn read_request(stream: &mut TcpStream) -> Option<(String, String)> {
         buf.extend_from_slice(&chunk[..n]);
     }
     Some((path, String::from_utf8_lossy(&buf[head_end..]).into_owned()))
+}
+
+/// A self-signed certificate for 127.0.0.1 in `dir`: (cert, key).
+pub fn self_signed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+    let status = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+        .args(["-subj", &format!("/CN={name}"), "-addext", "subjectAltName=IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl");
+    assert!(status.success());
+    (cert, key)
 }
