@@ -555,6 +555,7 @@ fn kitchen_sink() -> Value {
     let mut values = everything_on();
     values["replicaCount"] = json!(2);
     values["events"] = json!({"enabled": true});
+    values["guard"] = json!({"enabled": true, "exemptUsers": ["system:serviceaccount:nfd:nfd-master"]});
     values["commonLabels"] = json!({"team": "platform"});
     values["podDisruptionBudget"] = json!({"enabled": true});
     values["networkPolicy"] = json!({
@@ -573,6 +574,94 @@ fn kitchen_sink() -> Value {
 
 #[test]
 #[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
+fn the_guard_is_registered_safe_by_construction_with_a_certificate_it_trusts() {
+    let files = render(
+        json!({"guard": {"enabled": true, "timeoutSeconds": 2, "exemptUsers": ["system:serviceaccount:nfd:nfd-master"]}}),
+    );
+    let secret = &files["guard-webhook.yaml#0"].1;
+    let config = &files["guard-webhook.yaml#1"].1;
+    assert_eq!(
+        (secret["kind"].as_str(), config["kind"].as_str()),
+        (Some("Secret"), Some("ValidatingWebhookConfiguration"))
+    );
+    let webhooks = config["webhooks"].as_array().unwrap();
+    assert_eq!(webhooks.len(), 2);
+    for webhook in webhooks {
+        assert_eq!(webhook["failurePolicy"], "Ignore");
+        assert_eq!(webhook["sideEffects"], "None");
+        assert_eq!(webhook["timeoutSeconds"], 2);
+        assert_eq!(webhook["admissionReviewVersions"], json!(["v1"]));
+        assert!(!webhook["matchConditions"].as_array().unwrap().is_empty());
+        assert_eq!(
+            webhook["clientConfig"]["service"],
+            json!({"name": "mse-misschedule-exporter", "namespace": "monitoring", "path": "/validate", "port": 443})
+        );
+        // The CA the API server trusts signed the certificate the pods serve.
+        assert_eq!(webhook["clientConfig"]["caBundle"], secret["data"]["ca.crt"]);
+    }
+    assert_eq!(webhooks[0]["rules"][0]["resources"], json!(["nodes"]));
+    assert_eq!(webhooks[1]["rules"][0]["resources"], json!(["daemonsets"]));
+    let dir = std::env::temp_dir().join(format!("misschedule-guard-cert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for key in ["ca.crt", "tls.crt"] {
+        let pem =
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, secret["data"][key].as_str().unwrap())
+                .unwrap();
+        std::fs::write(dir.join(key), pem).unwrap();
+    }
+    let verified = std::process::Command::new("openssl")
+        .args(["verify", "-verify_hostname", "mse-misschedule-exporter.monitoring.svc", "-CAfile"])
+        .arg(dir.join("ca.crt"))
+        .arg(dir.join("tls.crt"))
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
+
+    let pod = &files["deployment.yaml"].1["spec"]["template"]["spec"];
+    let args: Vec<&str> = pod["containers"][0]["args"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
+    for arg in [
+        "--webhook-listen=0.0.0.0:18494",
+        "--webhook-tls-cert-file=/etc/misschedule-exporter/webhook/tls.crt",
+        "--guard-exempt-user=system:serviceaccount:nfd:nfd-master",
+    ] {
+        assert!(args.contains(&arg), "{arg} not in {args:?}");
+    }
+    assert!(
+        pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["secret"]["secretName"] == "mse-misschedule-exporter-webhook-tls")
+    );
+    let ports = &files["service.yaml"].1["spec"]["ports"];
+    assert!(
+        ports
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "webhook" && p["port"] == 443 && p["targetPort"] == "webhook")
+    );
+
+    // With cert-manager: its Certificate, a self-signed Issuer, and the cainjector's annotation.
+    let files = render(json!({"guard": {"enabled": true, "certManager": {"enabled": true}}}));
+    let kinds: Vec<&str> =
+        (0..3).map(|i| files[&format!("guard-webhook.yaml#{i}")].1["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["Issuer", "Certificate", "ValidatingWebhookConfiguration"]);
+    let config = &files["guard-webhook.yaml#2"].1;
+    assert_eq!(
+        config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+        "monitoring/mse-misschedule-exporter-webhook"
+    );
+    assert!(config["webhooks"][0]["clientConfig"].get("caBundle").is_none());
+    assert_eq!(files["guard-webhook.yaml#1"].1["spec"]["secretName"], "mse-misschedule-exporter-webhook-tls");
+
+    // The API server waits 3 s at most for a webhook that may not stand in the way.
+    render_fails(json!({"guard": {"enabled": true, "timeoutSeconds": 10}}), "timeoutSeconds");
+}
+
+#[test]
+#[ignore = "needs helm-python-sdk: scripts/test.sh runs it"]
 fn optional_objects_network_policy_pdb_spread_and_extra_manifests() {
     let files = render(kitchen_sink());
     // Every object the chart makes carries commonLabels; extraManifests are the user's own.
@@ -587,6 +676,10 @@ fn optional_objects_network_policy_pdb_spread_and_extra_manifests() {
         json!([{
             "ports": [{"port": "http-metrics", "protocol": "TCP"}],
             "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "prometheus"}}}],
+        }, {
+            // The API server calls the guard.
+            "ports": [{"port": "webhook", "protocol": "TCP"}],
+            "from": [{"ipBlock": {"cidr": "10.0.0.1/32"}}],
         }])
     );
     assert_eq!(

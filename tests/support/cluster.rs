@@ -432,6 +432,7 @@ pub fn render_chart() -> BTreeMap<String, Value> {
         "podDisruptionBudget": {"enabled": true},
         "grafanaDashboard": {"enabled": true},
         "events": {"enabled": true},
+        "guard": {"enabled": true},
         "commonLabels": {"team": "platform"},
         "networkPolicy": {"enabled": true, "apiServer": {"cidrs": ["127.0.0.1/32"]}},
         "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}],
