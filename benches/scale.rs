@@ -27,6 +27,8 @@ use hyper_util::rt::TokioIo;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
+use misschedule_exporter::guard::review;
+use misschedule_exporter::guard::{self, Change, Policy, Verdict};
 use misschedule_exporter::index::{Index, Indexed};
 use misschedule_exporter::k8s::slim::{SlimNode, SlimPod};
 use misschedule_exporter::report::explain::Selection;
@@ -625,6 +627,7 @@ fn main() {
         .target("≥ 500,000/s", rate >= targets.events_per_second),
     );
 
+    guard(&index, &shape, &mut rows);
     what_if(&mut index, &shape, &mut rows);
 
     println!(
@@ -641,6 +644,43 @@ fn main() {
     if opts.smoke {
         println!("\nsmoke run: results checked, targets not enforced at this size");
     }
+}
+
+/// The admission guard's answer to a review, from decoding to the answer: one node tainted
+/// NoExecute (a copy of that node's part of the index), and one DaemonSet narrowed to no
+/// node (a copy of every node). The API server waits 3 s at most.
+fn guard(index: &Index, shape: &Shape, rows: &mut Vec<Row>) {
+    let review = |resource: (&str, &str), object: serde_json::Value| {
+        let body = serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": "bench", "resource": {"group": resource.0, "version": "v1", "resource": resource.1},
+            "operation": "UPDATE", "userInfo": {"username": "bench"}, "object": object}});
+        serde_json::to_vec(&body).unwrap()
+    };
+    let answered = |body: &[u8]| {
+        let started = Instant::now();
+        let request = review::decode(body).unwrap();
+        let change = Change::of(&request).unwrap();
+        let excerpt = index.excerpt(change.touched().unwrap());
+        let (verdict, response) = guard::answer(excerpt, change, &request, &Policy::default());
+        (started.elapsed(), verdict, response)
+    };
+    let mut tainted = serde_json::to_value(shape.node(0)).unwrap();
+    tainted["spec"]["taints"] =
+        serde_json::json!([{"key": "bench.example/evict", "value": "x", "effect": "NoExecute"}]);
+    let (node, verdict, response) = answered(&review(("", "nodes"), tainted));
+    assert_eq!(verdict, Verdict::Warned, "{response:?}");
+    rows.push(Row::new("guard: a review of one node's taint", ms(node), format!("{:.2} ms", ms(node))));
+
+    let mut narrowed = shape.daemonset(0);
+    narrowed.status = None;
+    let template = narrowed.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
+    template.node_selector.get_or_insert_default().insert("bench.example/pool".into(), "none".into());
+    let (ds, verdict, response) = answered(&review(("apps", "daemonsets"), serde_json::to_value(narrowed).unwrap()));
+    assert_eq!(verdict, Verdict::Warned, "{response:?}");
+    let shown = format!("{:.0} ms (every node copied)", ms(ds));
+    rows.push(
+        Row::new("guard: a review of one DaemonSet's placement", ms(ds), shown).target("< 3 s", ds.as_secs() < 3),
+    );
 }
 
 /// `kubectl misschedule what-if` on the synced index, after the cluster was listed (what
