@@ -9,8 +9,9 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
-use misschedule_exporter::index::Index;
+use misschedule_exporter::index::{Index, Touched};
 use misschedule_exporter::k8s::slim::{SlimNode, SlimPod};
+use misschedule_exporter::model::Str;
 use misschedule_exporter::report::explain::Selection;
 use misschedule_exporter::whatif::edit::{LABEL_MANAGER, LabelEdit, TAINT_MANAGER, TaintEdit};
 use misschedule_exporter::whatif::effect::{Effect, Fit, effect};
@@ -217,6 +218,16 @@ proptest! {
         let before = from_scratch(&nodes, &daemonsets, &pods);
         let after = from_scratch(&after_nodes, &daemonsets, &pods);
         let (want_rows, want_desired) = difference(&before, &after, &touched);
+        // The guard's way: the change run on a copy of only the touched nodes' part.
+        let names: Vec<Str> = touched.iter().map(|n| Str::from(n.as_str())).collect();
+        let mut excerpt = before.excerpt(Touched::Nodes(&names));
+        let on_copy = simulate::edited_nodes(&mut excerpt, &Selection::default(), edited.clone()).unwrap();
+        let copy_rows: Rows = on_copy
+            .changes
+            .iter()
+            .map(|r| (r.daemonset.clone(), r.node.clone(), r.pod.clone(), r.effect.as_str().into(), r.reason.clone(), r.key.clone()))
+            .collect();
+        prop_assert_eq!(&copy_rows, &want_rows);
         prop_assert_eq!(got_rows.len(), outcome.changes.len(), "a row twice");
         prop_assert_eq!(got_rows, want_rows);
         prop_assert_eq!(got_desired, want_desired);

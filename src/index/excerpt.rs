@@ -6,7 +6,7 @@
 //! and the reasons are the index's own, and a change to one node copies one node's worth.
 
 use super::{Config, Index, Stored};
-use crate::model::{DaemonSet, Str};
+use crate::model::{DaemonSet, Node, Str, Uid};
 
 /// What a change touches, and so what the excerpt must hold.
 #[derive(Clone, Copy, Debug)]
@@ -19,13 +19,6 @@ pub enum Touched<'a> {
 }
 
 impl Touched<'_> {
-    fn holds_node(&self, node: &str) -> bool {
-        match self {
-            Touched::Nodes(names) => names.iter().any(|n| **n == *node),
-            Touched::DaemonSet { .. } => true,
-        }
-    }
-
     fn holds_daemonset(&self, ds: &DaemonSet) -> bool {
         match self {
             Touched::Nodes(_) => true,
@@ -41,8 +34,12 @@ impl Index {
         let config = Config { namespace_scopes: 0, ..self.config.clone() };
         let mut copy = Index::new(config);
         copy.now = self.now;
-        for node in self.nodes.objects.values().filter(|n| touched.holds_node(&n.name)) {
-            node.clone().upsert(&mut copy);
+        let nodes: Vec<&Node> = match touched {
+            Touched::Nodes(names) => names.iter().filter_map(|n| self.nodes.objects.get(n).map(|n| &**n)).collect(),
+            Touched::DaemonSet { .. } => self.nodes.objects.values().map(|n| &**n).collect(),
+        };
+        for node in nodes {
+            Box::new(node.clone()).upsert(&mut copy);
         }
         for ds in self.daemonsets.objects.values().filter(|ds| touched.holds_daemonset(ds)) {
             let owned = |owner: Option<&Str>| owner.is_some_and(|o| **o == *ds.uid);
@@ -50,11 +47,17 @@ impl Index {
                 revision.clone().upsert(&mut copy);
             }
             ds.clone().upsert(&mut copy);
-            let pods = self.owned_pods.get(&ds.uid).into_iter().flatten();
-            for pod in pods.filter_map(|uid| self.pods.objects.get(uid)) {
-                if pod.target_node.as_deref().is_some_and(|node| touched.holds_node(node)) {
-                    pod.clone().upsert(&mut copy);
+            // A node's pods are the DaemonSet's claims there: a lookup per node, not a scan of
+            // the DaemonSet's pods. A pod it owns but does not claim counts nowhere.
+            let uids: Vec<&Uid> = match touched {
+                Touched::Nodes(names) => {
+                    let claimed = self.state.get(&ds.uid).map(|state| &state.claimed);
+                    names.iter().filter_map(|n| claimed?.get(n)).flatten().collect()
                 }
+                Touched::DaemonSet { .. } => self.owned_pods.get(&ds.uid).into_iter().flatten().collect(),
+            };
+            for pod in uids.into_iter().filter_map(|uid| self.pods.objects.get(uid)) {
+                pod.clone().upsert(&mut copy);
             }
         }
         copy.nodes.synced_scopes.insert(None);
