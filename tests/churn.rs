@@ -128,7 +128,24 @@ async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration) -> Dur
         {
             return started.elapsed();
         }
-        assert!(started.elapsed() < timeout, "no agreement within {timeout:?}: exporter {ours:?}");
+        if started.elapsed() >= timeout {
+            // Say which nodes the rows name and what the API server says of them: a node the
+            // lab left unready (its taints back) is told apart from an exporter that is wrong.
+            let rows = reported_rows(&metrics);
+            let mut nodes = String::new();
+            for name in rows.iter().map(|r| r.1.clone()).collect::<BTreeSet<_>>() {
+                let node = admin.nodes.get_opt(&name).await.ok().flatten();
+                let ready = node.as_ref().map(node_is_ready);
+                let taints: Vec<String> = node
+                    .and_then(|n| n.spec?.taints)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|t| format!("{}:{}", t.key, t.effect))
+                    .collect();
+                nodes.push_str(&format!("\n  {name}: ready {ready:?}, taints {taints:?}"));
+            }
+            panic!("no agreement within {timeout:?}: exporter {ours:?}\nrows {rows:?}\nnodes:{nodes}");
+        }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }

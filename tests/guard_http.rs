@@ -32,9 +32,10 @@ struct Guarded {
     exporter: Exporter,
     port: u16,
     ca: PathBuf,
+    dir: PathBuf,
 }
 
-async fn start(name: &str, fault: Option<Fault>) -> Guarded {
+async fn start(name: &str, fault: Option<Fault>, extra: &[&str]) -> Guarded {
     let dir = std::env::temp_dir().join(format!("misschedule-guard-http-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let fake = FakeApi::start(cluster(), Duration::from_secs(1)).await;
@@ -47,10 +48,10 @@ async fn start(name: &str, fault: Option<Fault>) -> Guarded {
     let listen = format!("127.0.0.1:{port}");
     let args = ["--kubeconfig", &kubeconfig, "--webhook-listen", &listen];
     let tls = ["--webhook-tls-cert-file", cert.to_str().unwrap(), "--webhook-tls-key-file", key.to_str().unwrap()];
-    let args: Vec<&str> = args.into_iter().chain(tls).collect();
+    let args: Vec<&str> = args.into_iter().chain(tls).chain(extra.iter().copied()).collect();
     let exporter = Exporter::spawn(&args, Stdio::inherit());
     http::wait_ok(exporter.port, "/healthz", Duration::from_secs(10));
-    Guarded { _fake: fake, exporter, port, ca: cert }
+    Guarded { _fake: fake, exporter, port, ca: cert, dir }
 }
 
 /// POST `body` to /validate over HTTPS, trusting only `ca`: (status, body).
@@ -62,6 +63,7 @@ fn post(port: u16, ca: &Path, body: &[u8]) -> (u16, String) {
         .arg(format!("https://127.0.0.1:{port}/validate"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .expect("curl");
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), body).unwrap();
@@ -102,7 +104,7 @@ fn reviews(exporter: &Exporter, verdict: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_review_is_answered_from_the_index_and_bad_bodies_get_a_400() {
-    let guarded = start("answers", None).await;
+    let guarded = start("answers", None, &[]).await;
     http::wait_ok(guarded.exporter.port, "/readyz", Duration::from_secs(20));
     let (status, body) = post(guarded.port, &guarded.ca, &label_removed_review());
     assert_eq!(status, 200, "{body}");
@@ -147,7 +149,7 @@ async fn a_review_is_answered_from_the_index_and_bad_bodies_get_a_400() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn before_the_caches_sync_every_change_goes_through_unchecked() {
-    let guarded = start("unsynced", Some(Fault::StallList)).await;
+    let guarded = start("unsynced", Some(Fault::StallList), &[]).await;
     assert!(!guarded.exporter.ready());
     let (status, body) = post(guarded.port, &guarded.ca, &label_removed_review());
     assert_eq!(status, 200, "{body}");
@@ -159,4 +161,29 @@ async fn before_the_caches_sync_every_change_goes_through_unchecked() {
         "{warning}"
     );
     assert_eq!(reviews(&guarded.exporter, "unsynced"), 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_webhook_certificate_is_served_without_a_restart() {
+    let guarded = start("renewed", None, &["--credentials-reload-seconds", "1"]).await;
+    http::wait_ok(guarded.exporter.port, "/readyz", Duration::from_secs(20));
+    assert_eq!(post(guarded.port, &guarded.ca, &label_removed_review()).0, 200);
+    // cert-manager renews: a new key pair in the same files.
+    let old = guarded.dir.join("old.crt");
+    std::fs::copy(&guarded.ca, &old).unwrap();
+    let next = guarded.dir.join("next");
+    std::fs::create_dir_all(&next).unwrap();
+    let (cert, key) = http::self_signed(&next, "webhook");
+    std::fs::copy(&key, guarded.dir.join("webhook.key")).unwrap();
+    std::fs::copy(&cert, guarded.dir.join("webhook.crt")).unwrap();
+    let started = std::time::Instant::now();
+    while post(guarded.port, &cert, &label_removed_review()).0 != 200 {
+        assert!(started.elapsed() < Duration::from_secs(10), "the renewed certificate was not served within 10 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(post(guarded.port, &old, &label_removed_review()).0, 0, "the old certificate is gone");
+    let metrics = guarded.exporter.metrics();
+    let reloaded = samples(&metrics, "misschedule_exporter_credential_reloads_total");
+    let webhook = reloaded.iter().find(|(l, _)| l["file"] == "webhook_tls" && l["result"] == "success");
+    assert_eq!(webhook.map(|(_, v)| *v), Some(1.0), "{metrics}");
 }
