@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
+use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::json;
 use support::cluster::*;
@@ -113,6 +115,16 @@ fn series(metrics: &str) -> BTreeSet<String> {
             }
         })
         .collect()
+}
+
+/// Whether node `name`'s Lease is gone (the garbage collector deletes it after the node). A
+/// node recreated before that races KWOK: the old Lease's delete, arriving late, cancels the
+/// new node's heartbeats (kwok's node lease controller), the node goes NotReady, and its
+/// not-ready taints leave every daemon pod there misscheduled for good (a 600 s soak ended with
+/// 3 such nodes after 547 recreations). A real replacement registers after its predecessor is gone.
+async fn lease_gone(admin: &Cluster, name: &str) -> bool {
+    let leases: Api<Lease> = Api::namespaced(admin.client.clone(), "kube-node-lease");
+    matches!(leases.get_opt(name).await, Ok(None))
 }
 
 /// Wait until the exporter reports nothing misscheduled and agrees with the controller.
@@ -317,13 +329,23 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
                 deleted_nodes.push(i);
                 "delete node"
             }
-            _ => match deleted_nodes.pop() {
-                Some(j) => {
-                    let _ = admin.nodes.create(&pp, &node_object(j)).await;
-                    "recreate node"
+            _ => {
+                // A node comes back once its old Lease is gone, as a replacement registers.
+                let mut back = None;
+                for (at, j) in deleted_nodes.iter().enumerate() {
+                    if lease_gone(&admin, &node_name(*j)).await {
+                        back = Some(at);
+                        break;
+                    }
                 }
-                None => "none",
-            },
+                match back.map(|at| deleted_nodes.swap_remove(at)) {
+                    Some(j) => {
+                        let _ = admin.nodes.create(&pp, &node_object(j)).await;
+                        "recreate node"
+                    }
+                    None => "none",
+                }
+            }
         };
         *operations.entry(op).or_default() += 1;
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -346,6 +368,11 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
 
     // Put the cluster back as it started; the controller has no node-delete handler.
     for j in deleted_nodes.drain(..) {
+        let started = Instant::now();
+        while !lease_gone(&admin, &node_name(j)).await {
+            assert!(started.elapsed() < Duration::from_secs(60), "the Lease of deleted node {j} was never collected");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         admin.nodes.create(&pp, &node_object(j)).await.unwrap();
     }
     for i in 0..nodes {
