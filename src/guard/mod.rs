@@ -16,6 +16,7 @@ pub mod warning;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
+use serde::Deserialize as _;
 
 use self::review::{Request, Response};
 use self::warning::{Bypass, PREFIX};
@@ -52,14 +53,14 @@ impl Change {
         let whole_object = request.sub_resource.is_empty();
         let change = match (resource, request.operation.as_str()) {
             (("", "nodes"), "UPDATE") if whole_object => {
-                let after: SlimNode = serde_json::from_value(request.object.clone())
-                    .map_err(|source| ChangeError { kind: "Node", source })?;
+                let after =
+                    SlimNode::deserialize(&request.object).map_err(|source| ChangeError { kind: "Node", source })?;
                 let name = after.metadata.name.clone().unwrap_or_else(|| request.name.clone());
                 let bypass = admission::bypass(after.metadata.annotations.as_ref()).map(str::to_owned);
                 Change::Node { name: name.as_str().into(), after: Box::new(after), bypass }
             }
             (("apps", "daemonsets"), "CREATE" | "UPDATE") if whole_object => {
-                let mut after: DaemonSet = serde_json::from_value(request.object.clone())
+                let mut after = DaemonSet::deserialize(&request.object)
                     .map_err(|source| ChangeError { kind: "DaemonSet", source })?;
                 // A CREATE's object may leave the namespace to the request.
                 let meta = &mut after.metadata;
