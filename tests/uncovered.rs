@@ -294,3 +294,66 @@ fn every_uncovered_reason_has_a_runbook_section_the_page_links() {
         assert_eq!(link.contains("expected"), reason.expected(), "{link}");
     }
 }
+
+/// One event of the node-replacement sequence, each on its own watch stream.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    NodeGone,
+    NodeBack,
+    OldPodTerminating,
+    OldPodGone,
+    NewPodPending,
+    NewPodReady,
+}
+
+/// A node deleted and recreated under churn, as the lab's churn does it: the old pod goes
+/// (terminating first, or at once) and the controller's new one starts, then turns Ready.
+/// Node events and pod events come on two streams, so every interleaving that keeps each
+/// stream's order is a possible history. Whatever the order, once everything has arrived the
+/// index must say what one built from the final objects says: the node covered.
+#[test]
+fn a_replaced_pod_that_turns_ready_covers_its_node_in_every_order_the_streams_allow() {
+    let ds = daemonset("agent", json!({"containers": [{"name": "agent", "image": "a"}]}));
+    let n1 = node("n1", &[], &[]);
+    let old = ready(daemon_pod(&ds, "n1", "h", true));
+    let mut new = daemon_pod(&ds, "n1", "h", true);
+    new.metadata.name = Some("agent-new".into());
+    new.metadata.uid = Some("pod-agent-new".into());
+    new.metadata.creation_timestamp = Some(from(json!("2026-01-01T00:10:00Z")));
+    let new_pending = waiting(new.clone(), "ContainerCreating", "");
+    let new_ready = ready(new.clone());
+    let mut terminating = old.clone();
+    terminating.metadata.deletion_timestamp = Some(from(json!("2026-01-01T00:09:00Z")));
+
+    let node_steps = [Step::NodeGone, Step::NodeBack];
+    for pod_steps in [
+        vec![Step::OldPodGone, Step::NewPodPending, Step::NewPodReady],
+        vec![Step::OldPodTerminating, Step::NewPodPending, Step::OldPodGone, Step::NewPodReady],
+        vec![Step::OldPodTerminating, Step::NewPodPending, Step::NewPodReady, Step::OldPodGone],
+    ] {
+        let total = node_steps.len() + pod_steps.len();
+        // Each interleaving: which positions the node stream takes.
+        for first in 0..total {
+            for second in first + 1..total {
+                let (mut n, mut p) = (node_steps.iter(), pod_steps.iter());
+                let order: Vec<Step> =
+                    (0..total).map(|i| *if i == first || i == second { n.next() } else { p.next() }.unwrap()).collect();
+                let mut index =
+                    cluster(vec![n1.clone()], vec![ds.clone()], vec![revision(&ds, "h")], vec![old.clone()]);
+                for step in &order {
+                    match step {
+                        Step::NodeGone => delete(&mut index, n1.clone()),
+                        Step::NodeBack => apply(&mut index, n1.clone()),
+                        Step::OldPodTerminating => apply(&mut index, terminating.clone()),
+                        Step::OldPodGone => delete(&mut index, old.clone()),
+                        Step::NewPodPending => apply(&mut index, new_pending.clone()),
+                        Step::NewPodReady => apply(&mut index, new_ready.clone()),
+                    }
+                }
+                let fresh =
+                    cluster(vec![n1.clone()], vec![ds.clone()], vec![revision(&ds, "h")], vec![new_ready.clone()]);
+                assert_eq!(uncovered(&index), uncovered(&fresh), "{order:?}");
+            }
+        }
+    }
+}
