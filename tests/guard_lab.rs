@@ -19,7 +19,8 @@ use kube::api::PostParams;
 use serde_json::json;
 use support::cluster::*;
 use support::http;
-use support::scene::{Deletes, create_scene};
+use support::nfd::set_feature_on;
+use support::scene::{AVX, Deletes, create_scene};
 
 /// What kubectl did: whether it succeeded, its stderr (where `Warning:` lines go), and how long it took.
 struct Ran {
@@ -93,6 +94,8 @@ async fn the_guard_warns_refuses_when_asked_and_stays_out_of_the_way() {
         &["--kubeconfig", cp.get("EXPORTER_KUBECONFIG"), "--webhook-listen", &webhook]
             .into_iter()
             .chain(["--webhook-tls-cert-file", cert_arg, "--webhook-tls-key-file", key_arg])
+            // The lab's nfd-master acts as user nfd-master (tests/lab/lab.sh).
+            .chain(["--guard-exempt-user", "nfd-master"])
             .collect::<Vec<_>>(),
         Stdio::inherit(),
     );
@@ -186,6 +189,22 @@ async fn the_guard_warns_refuses_when_asked_and_stays_out_of_the_way() {
         ran.stderr
     );
     assert_eq!(label(&admin, "n3", "disk").await, None);
+
+    // An exempt user is never refused: the real nfd-master drops a feature label a protected
+    // DaemonSet selects on, which a person may not.
+    assert!(kubectl(&kc, &["annotate", "-n", NS, "daemonset", "avx-agent", "misschedule.io/guard=deny"]).ok);
+    let avx_off = format!("{AVX}-");
+    let started = Instant::now();
+    while kubectl(&kc, &["label", "node", "n2", &avx_off, "--dry-run=server"]).ok {
+        assert!(started.elapsed() < Duration::from_secs(10), "a person's removal of {AVX} was never refused");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    set_feature_on(&admin, &["n2"], AVX, None).await;
+    let started = Instant::now();
+    while label(&admin, "n2", AVX).await.is_some() {
+        assert!(started.elapsed() < Duration::from_secs(30), "nfd-master's removal of {AVX} did not go through");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 
     // `kubectl apply` of a narrowed DaemonSet: warned; the protected one refused, unless the
     // manifest carries the bypass.

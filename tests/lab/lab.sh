@@ -262,10 +262,12 @@ up() {
     -extfile "$dir/server.ext" -out "$dir/server.crt" 2>/dev/null
   openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
 
-  local admin_token exporter_token etcd_port peer_port api_port server
-  admin_token=$(openssl rand -hex 16); exporter_token=$(openssl rand -hex 16)
-  printf '%s,admin,admin,"system:masters"\n%s,misschedule-exporter,misschedule-exporter\n' \
-    "$admin_token" "$exporter_token" >"$dir/tokens.csv"
+  local admin_token exporter_token nfd_token etcd_port peer_port api_port server
+  admin_token=$(openssl rand -hex 16); exporter_token=$(openssl rand -hex 16); nfd_token=$(openssl rand -hex 16)
+  # nfd-master acts as itself (the admission guard tells its changes from a person's), with
+  # a cluster-admin's rights: it writes labels, taints, annotations and its own CRDs.
+  printf '%s,admin,admin,"system:masters"\n%s,misschedule-exporter,misschedule-exporter\n%s,nfd-master,nfd-master,"system:masters"\n' \
+    "$admin_token" "$exporter_token" "$nfd_token" >"$dir/tokens.csv"
   etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
   server="https://127.0.0.1:$api_port"
 
@@ -282,6 +284,7 @@ up() {
 
   write_kubeconfig "$dir/kubeconfig" "$server" "$dir/ca.crt" "$admin_token"
   write_kubeconfig "$dir/exporter.kubeconfig" "$server" "$dir/ca.crt" "$exporter_token"
+  write_kubeconfig "$dir/nfd.kubeconfig" "$server" "$dir/ca.crt" "$nfd_token"
   local kc="$dir/kubeconfig"
 
   # The controllers a DaemonSet's life touches, and those the components below rely on:
@@ -385,7 +388,7 @@ EON
   "$kubectl" --kubeconfig "$kc" create namespace node-feature-discovery >/dev/null
   local metrics; metrics=$(free_port)
   KUBERNETES_NAMESPACE=node-feature-discovery NODE_NAME=lab-control-plane start "$dir" nfd-master "$nfd/bin/nfd-master" \
-    -kubeconfig "$kc" -port "$metrics" -config /dev/null
+    -kubeconfig "$dir/nfd.kubeconfig" -port "$metrics" -config /dev/null
   echo "NFD_NAMESPACE=node-feature-discovery" >>"$dir/env"
   echo "NFD_VERSION=$(required "$LAB/go/nfd" sigs.k8s.io/node-feature-discovery)" >>"$dir/env"
   echo "NFD_LOG=$dir/nfd-master.log" >>"$dir/env"
