@@ -26,7 +26,7 @@ use crate::model::{ObjectRef, Str};
 use crate::report::explain::Selection;
 use crate::rules::admission::{self, Decision};
 use crate::whatif::simulate::{self, Outcome};
-use crate::whatif::{Row, WhatIfError};
+use crate::whatif::Row;
 
 /// A request's object that the guard cannot read as the resource it claims to be.
 #[derive(Debug, thiserror::Error)]
@@ -131,11 +131,18 @@ impl Verdict {
 
 /// The answer while the index is not synced: let through, saying it was not checked.
 pub fn unsynced(waiting_for: &[&str]) -> (Verdict, Response) {
-    let warning = format!(
-        "{PREFIX}not checked: the exporter has not synced its caches yet ({}); this change's effect on daemon pods is unknown",
+    let why = format!(
+        "the exporter has not synced its caches yet ({}); this change's effect on daemon pods is unknown",
         waiting_for.join(", ")
     );
-    (Verdict::Unsynced, Response { allowed: true, warnings: vec![warning], ..Response::default() })
+    (Verdict::Unsynced, not_checked(why).1)
+}
+
+/// Let through, saying why it was not checked: the guard never stands in the way of what
+/// it cannot judge, and never stays silent about it either.
+pub fn not_checked(why: impl std::fmt::Display) -> (Verdict, Response) {
+    let warning = format!("{PREFIX}not checked: {why}");
+    (Verdict::Warned, Response { allowed: true, warnings: vec![warning], ..Response::default() })
 }
 
 /// The answer to `change`, made by `request`, from `excerpt` (the index's copy of what the
@@ -148,10 +155,9 @@ pub fn answer(mut excerpt: Index, change: Change, request: &Request, policy: &Po
         Change::Other => return (Verdict::Allowed, Response { allowed: true, ..Response::default() }),
         Change::Node { name, after, bypass } => {
             if !excerpt.has_node(&name) {
-                let warning = format!(
-                    "{PREFIX}not checked: node {name} is not in the exporter's index yet; this change's effect on daemon pods is unknown"
-                );
-                return (Verdict::Warned, Response { allowed: true, warnings: vec![warning], ..Response::default() });
+                return not_checked(format!(
+                    "node {name} is not in the exporter's index yet; this change's effect on daemon pods is unknown"
+                ));
             }
             (
                 simulate::edited_nodes(&mut excerpt, &Selection::default(), vec![*after]),
@@ -165,10 +171,7 @@ pub fn answer(mut excerpt: Index, change: Change, request: &Request, policy: &Po
     };
     let outcome: Outcome = match simulated {
         Ok(outcome) => outcome,
-        Err(error) => {
-            let warning = not_checked(&error);
-            return (Verdict::Warned, Response { allowed: true, warnings: vec![warning], ..Response::default() });
-        }
+        Err(error) => return not_checked(error),
     };
     let is_protected = |r: &Row| protected.iter().any(|id| *id.namespace == *r.namespace && *id.name == *r.daemonset);
     let disrupted: Vec<&Row> = outcome.changes.iter().filter(|r| r.effect.disrupts() && is_protected(r)).collect();
@@ -197,8 +200,4 @@ pub fn answer(mut excerpt: Index, change: Change, request: &Request, policy: &Po
         (true, true) => Verdict::Allowed,
     };
     (verdict, response)
-}
-
-fn not_checked(error: &WhatIfError) -> String {
-    format!("{PREFIX}not checked: {error}")
 }

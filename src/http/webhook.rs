@@ -77,9 +77,8 @@ fn answer(shared: &Shared, request: &Request, policy: &Policy) -> (&'static str,
     let change = match Change::of(request) {
         Ok(change) => change,
         Err(error) => {
-            let warning = format!("{}not checked: {error}", guard::warning::PREFIX);
-            let response = review::Response { allowed: true, warnings: vec![warning], ..Default::default() };
-            return (request_resource(request), Verdict::Warned, response);
+            let (verdict, response) = guard::not_checked(error);
+            return (request_resource(request), verdict, response);
         }
     };
     let resource = change.resource();
