@@ -134,7 +134,11 @@ async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration) -> Dur
     loop {
         let metrics = exporter.metrics();
         let ours = reported_totals(&metrics);
+        // Every node covered too: KWOK makes each pod Ready, so a row left here is an
+        // exporter that missed a pod turning Ready, or a cluster still catching up.
+        let uncovered = samples(&metrics, "daemonset_uncovered_node_info");
         if reported_rows(&metrics).is_empty()
+            && uncovered.is_empty()
             && ours.len() == DAEMONSETS
             && admin.fresh_status_totals(&ours, &mut nudged).await.as_ref() == Some(&ours)
         {
@@ -144,6 +148,8 @@ async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration) -> Dur
             // Say which nodes the rows name and what the API server says of them: a node the
             // lab left unready (its taints back) is told apart from an exporter that is wrong.
             let rows = reported_rows(&metrics);
+            let uncovered: Vec<String> =
+                uncovered.iter().map(|(l, _)| format!("{} {} {} {}", l["daemonset"], l["node"], l["pod"], l["reason"])).collect();
             let mut nodes = String::new();
             for name in rows.iter().map(|r| r.1.clone()).collect::<BTreeSet<_>>() {
                 let node = admin.nodes.get_opt(&name).await.ok().flatten();
@@ -156,7 +162,7 @@ async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration) -> Dur
                     .collect();
                 nodes.push_str(&format!("\n  {name}: ready {ready:?}, taints {taints:?}"));
             }
-            panic!("no agreement within {timeout:?}: exporter {ours:?}\nrows {rows:?}\nnodes:{nodes}");
+            panic!("no agreement within {timeout:?}: exporter {ours:?}\nrows {rows:?}\nuncovered {uncovered:?}\nnodes:{nodes}");
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -393,7 +399,16 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
     // A fresh exporter at this moment must report the same series.
     let fresh = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--events"], &cp.dir.join("fresh.log"));
     settled(&admin, &fresh, Duration::from_secs(60)).await;
-    let (ours, theirs) = (series(&exporter.metrics()), series(&fresh.metrics()));
+    // Two scrapes are two moments: a pod that turns Ready between them (the controller may
+    // still be replacing a few) differs for a moment. A wrong exporter differs for good.
+    let compared = Instant::now();
+    let (ours, theirs) = loop {
+        let (ours, theirs) = (series(&exporter.metrics()), series(&fresh.metrics()));
+        if ours == theirs || compared.elapsed() > Duration::from_secs(20) {
+            break (ours, theirs);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
     let differing: Vec<&String> = ours.symmetric_difference(&theirs).collect();
     for line in &differing {
         // What the API server says of each pod a differing row names, to tell who is right.

@@ -357,3 +357,135 @@ fn a_replaced_pod_that_turns_ready_covers_its_node_in_every_order_the_streams_al
         }
     }
 }
+
+/// One event of the churn, as the exporter's four streams deliver them.
+#[derive(Clone, Debug)]
+enum ChurnOp {
+    SetNode { node: usize, worker: bool, tainted: bool },
+    DeleteNode(usize),
+    /// A template change: which nodes the DaemonSet wants.
+    SetDaemonSet { ds: usize, worker_only: bool, tolerates: bool },
+    /// Pod `slot` of `ds` on `node`: two per pair, so that a replacement meets its
+    /// predecessor. `health` indexes `HEALTHS`.
+    SetPod { ds: usize, node: usize, slot: usize, health: usize, deleting: bool, terminal: bool },
+    DeletePod { ds: usize, node: usize, slot: usize },
+    /// A watch restarted: the whole resource listed again.
+    RelistNodes,
+    RelistPods,
+}
+
+const HEALTHS: usize = 4;
+
+fn churn_op() -> impl proptest::strategy::Strategy<Value = ChurnOp> {
+    use proptest::prelude::*;
+    prop_oneof![
+        3 => (0..3usize, any::<bool>(), proptest::bool::weighted(0.3))
+            .prop_map(|(node, worker, tainted)| ChurnOp::SetNode { node, worker, tainted }),
+        1 => (0..3usize).prop_map(ChurnOp::DeleteNode),
+        1 => (0..2usize, proptest::bool::weighted(0.3), any::<bool>())
+            .prop_map(|(ds, worker_only, tolerates)| ChurnOp::SetDaemonSet { ds, worker_only, tolerates }),
+        6 => (0..2usize, 0..3usize, 0..2usize, 0..HEALTHS, proptest::bool::weighted(0.2), proptest::bool::weighted(0.1))
+            .prop_map(|(ds, node, slot, health, deleting, terminal)| ChurnOp::SetPod { ds, node, slot, health, deleting, terminal }),
+        2 => (0..2usize, 0..3usize, 0..2usize).prop_map(|(ds, node, slot)| ChurnOp::DeletePod { ds, node, slot }),
+        1 => Just(ChurnOp::RelistNodes),
+        1 => Just(ChurnOp::RelistPods),
+    ]
+}
+
+fn churn_ds(i: usize, worker_only: bool, tolerates: bool) -> k8s_openapi::api::apps::v1::DaemonSet {
+    let mut spec = json!({"containers": [{"name": "agent", "image": "a"}]});
+    if worker_only {
+        spec["nodeSelector"] = json!({"role": "worker"});
+    }
+    if tolerates {
+        spec["tolerations"] = json!([{"key": "x", "operator": "Exists"}]);
+    }
+    daemonset(&format!("ds{i}"), spec)
+}
+
+fn churn_pod(ds: usize, node: usize, slot: usize, health: usize, deleting: bool, terminal: bool) -> Pod {
+    let mut pod = daemon_pod(&churn_ds(ds, false, false), &format!("n{node}"), "h", health != 0);
+    pod.metadata.name = Some(format!("ds{ds}-n{node}-{slot}"));
+    pod.metadata.uid = Some(format!("pod-ds{ds}-n{node}-{slot}"));
+    // The second slot is the replacement, made later.
+    pod.metadata.creation_timestamp = Some(from(json!(format!("2026-01-01T00:0{slot}:00Z"))));
+    let mut pod = match health {
+        0 => pod,
+        1 => waiting(pod, "ContainerCreating", ""),
+        2 => ready(pod),
+        _ => waiting(pod, "ImagePullBackOff", "back-off"),
+    };
+    if terminal {
+        pod.status.as_mut().map(|s| s.phase = Some("Failed".into()));
+    }
+    if deleting {
+        pod.metadata.deletion_timestamp = Some(from(json!("2026-01-01T00:09:00Z")));
+    }
+    pod
+}
+
+/// (DaemonSet, node, pod, reason, detail) for every uncovered node.
+fn uncovered_everywhere(index: &Index) -> Vec<(String, (String, String, String, String))> {
+    let views = index.daemonsets();
+    let rows = views.iter().flat_map(|v| {
+        let ds = v.ds.id.name.to_string();
+        v.uncovered_nodes().into_iter().map(move |u| {
+            let pod = u.pod.map(|p| p.id.name.to_string()).unwrap_or_default();
+            let detail = u.detail.map(|d| d.to_string()).unwrap_or_default();
+            (ds.clone(), (u.node.to_string(), pod, u.reason.to_string(), detail))
+        })
+    });
+    let mut rows: Vec<_> = rows.collect();
+    rows.sort();
+    rows
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1024))]
+
+    /// Nodes deleted and recreated, pods replaced (two per pair), health moving both ways,
+    /// watches restarted, in any order: after every event the uncovered nodes are what an
+    /// index built from the objects as they now are says.
+    #[test]
+    fn uncovered_nodes_follow_any_churn(ops in proptest::collection::vec(churn_op(), 1..60)) {
+        use std::collections::BTreeMap;
+        let mut nodes = BTreeMap::new();
+        let mut daemonsets: BTreeMap<usize, _> = (0..2).map(|i| (i, churn_ds(i, false, false))).collect();
+        let mut pods = BTreeMap::new();
+        let mut live = cluster(vec![], daemonsets.values().cloned().collect(), vec![], vec![]);
+        for op in &ops {
+            match *op {
+                ChurnOp::SetNode { node: i, worker, tainted } => {
+                    let n = node(&format!("n{i}"), if worker { &[("role", "worker")] } else { &[] }, if tainted { &["x:NoSchedule"] } else { &[] });
+                    apply(&mut live, n.clone());
+                    nodes.insert(i, n);
+                }
+                ChurnOp::DeleteNode(i) => {
+                    if let Some(n) = nodes.remove(&i) { delete(&mut live, n); }
+                }
+                ChurnOp::SetDaemonSet { ds, worker_only, tolerates } => {
+                    let d = churn_ds(ds, worker_only, tolerates);
+                    apply(&mut live, d.clone());
+                    daemonsets.insert(ds, d);
+                }
+                ChurnOp::SetPod { ds, node, slot, health, deleting, terminal } => {
+                    let p = churn_pod(ds, node, slot, health, deleting, terminal);
+                    apply(&mut live, p.clone());
+                    pods.insert((ds, node, slot), p);
+                }
+                ChurnOp::DeletePod { ds, node, slot } => {
+                    if let Some(p) = pods.remove(&(ds, node, slot)) { delete(&mut live, p); }
+                }
+                ChurnOp::RelistNodes => list(&mut live, nodes.values().cloned().collect()),
+                ChurnOp::RelistPods => list(&mut live, pods.values().cloned().collect()),
+            }
+            let fresh = cluster(
+                nodes.values().cloned().collect(),
+                daemonsets.values().cloned().collect(),
+                vec![],
+                pods.values().cloned().collect(),
+            );
+            proptest::prop_assert_eq!(uncovered_everywhere(&live), uncovered_everywhere(&fresh), "after {:?}", op);
+        }
+    }
+}
