@@ -148,8 +148,10 @@ async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration) -> Dur
             // Say which nodes the rows name and what the API server says of them: a node the
             // lab left unready (its taints back) is told apart from an exporter that is wrong.
             let rows = reported_rows(&metrics);
-            let uncovered: Vec<String> =
-                uncovered.iter().map(|(l, _)| format!("{} {} {} {}", l["daemonset"], l["node"], l["pod"], l["reason"])).collect();
+            let uncovered: Vec<String> = uncovered
+                .iter()
+                .map(|(l, _)| format!("{} {} {} {}", l["daemonset"], l["node"], l["pod"], l["reason"]))
+                .collect();
             let mut nodes = String::new();
             for name in rows.iter().map(|r| r.1.clone()).collect::<BTreeSet<_>>() {
                 let node = admin.nodes.get_opt(&name).await.ok().flatten();
@@ -162,7 +164,9 @@ async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration) -> Dur
                     .collect();
                 nodes.push_str(&format!("\n  {name}: ready {ready:?}, taints {taints:?}"));
             }
-            panic!("no agreement within {timeout:?}: exporter {ours:?}\nrows {rows:?}\nuncovered {uncovered:?}\nnodes:{nodes}");
+            panic!(
+                "no agreement within {timeout:?}: exporter {ours:?}\nrows {rows:?}\nuncovered {uncovered:?}\nnodes:{nodes}"
+            );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

@@ -361,14 +361,33 @@ fn a_replaced_pod_that_turns_ready_covers_its_node_in_every_order_the_streams_al
 /// One event of the churn, as the exporter's four streams deliver them.
 #[derive(Clone, Debug)]
 enum ChurnOp {
-    SetNode { node: usize, worker: bool, tainted: bool },
+    SetNode {
+        node: usize,
+        worker: bool,
+        tainted: bool,
+    },
     DeleteNode(usize),
     /// A template change: which nodes the DaemonSet wants.
-    SetDaemonSet { ds: usize, worker_only: bool, tolerates: bool },
+    SetDaemonSet {
+        ds: usize,
+        worker_only: bool,
+        tolerates: bool,
+    },
     /// Pod `slot` of `ds` on `node`: two per pair, so that a replacement meets its
     /// predecessor. `health` indexes `HEALTHS`.
-    SetPod { ds: usize, node: usize, slot: usize, health: usize, deleting: bool, terminal: bool },
-    DeletePod { ds: usize, node: usize, slot: usize },
+    SetPod {
+        ds: usize,
+        node: usize,
+        slot: usize,
+        health: usize,
+        deleting: bool,
+        terminal: bool,
+    },
+    DeletePod {
+        ds: usize,
+        node: usize,
+        slot: usize,
+    },
     /// A watch restarted: the whole resource listed again.
     RelistNodes,
     RelistPods,

@@ -25,8 +25,8 @@ use crate::k8s::slim::SlimNode;
 use crate::model::{ObjectRef, Str};
 use crate::report::explain::Selection;
 use crate::rules::admission::{self, Decision};
-use crate::whatif::simulate::{self, Outcome};
 use crate::whatif::Row;
+use crate::whatif::simulate::{self, Outcome};
 
 /// A request's object that the guard cannot read as the resource it claims to be.
 #[derive(Debug, thiserror::Error)]
