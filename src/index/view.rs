@@ -1,11 +1,11 @@
 //! Read views: one DaemonSet's results, classified at read time so scrapes cost what the
 //! misscheduled nodes cost, not the cluster.
 
-use super::Index;
 use super::coverage::Verdict;
 use super::daemonset_state::DaemonSetState;
 use super::failed_create::EventsRead;
 use super::uncovered::first_pod;
+use super::{Index, Since};
 use crate::model::{DaemonSet, Node, Pod, Str, Timestamp};
 use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::{Classification, Reason, classify};
@@ -237,9 +237,19 @@ impl<'a> DaemonSetView<'a> {
     /// Every claimed pod on a misscheduled node, by node; on each node the oldest
     /// pod (the one the controller looks at first) comes first and decides the node's reason.
     pub fn misscheduled_pods(&self) -> Vec<MisscheduledPod<'a>> {
+        self.misscheduled_among(self.state.misscheduled.iter())
+    }
+
+    /// `misscheduled_pods` on `nodes` only: what a change to a few nodes can move costs
+    /// those nodes, not every misscheduled one (thousands at 65,000 nodes).
+    pub fn misscheduled_pods_on(&self, nodes: &[Str]) -> Vec<MisscheduledPod<'a>> {
+        self.misscheduled_among(nodes.iter().filter_map(|node| self.state.misscheduled.get_key_value(node)))
+    }
+
+    fn misscheduled_among(&self, nodes: impl Iterator<Item = (&'a Str, &'a Since)>) -> Vec<MisscheduledPod<'a>> {
         let index = self.index;
         let mut out = Vec::new();
-        for (node_name, since) in &self.state.misscheduled {
+        for (node_name, since) in nodes {
             let (Some(node), Some(skip)) = (index.nodes.objects.get(node_name), self.state.skips.get(node_name)) else {
                 continue;
             };

@@ -138,7 +138,7 @@ fn capture(index: &Index, scope: &[ObjectRef], nodes: &[Str]) -> Vec<Option<Befo
     let before = |view: DaemonSetView<'_>| Before {
         desired: view.eligible_nodes(),
         pairs: nodes.iter().map(|node| (Fit::of(view.skip(node)), why_skipped(view.skip(node)))).collect(),
-        verdicts: verdicts(&view),
+        verdicts: verdicts(&view, nodes),
     };
     scope.iter().map(|id| index.daemonset(&id.namespace, &id.name).map(before)).collect()
 }
@@ -147,9 +147,16 @@ fn why_skipped(skip: Option<&Skip>) -> Option<Why> {
     skip.map(|s| (s.reason().as_str(), s.shared_key()))
 }
 
-fn verdicts(view: &DaemonSetView<'_>) -> HashMap<Uid, Why> {
-    let misscheduled = view.misscheduled_pods().into_iter();
-    misscheduled.map(|p| (p.pod.uid.clone(), (p.classification.reason.as_str(), p.classification.key))).collect()
+/// The reasons of the misscheduled pods on `nodes`: a change to one node classifies that
+/// node's pods, not every misscheduled pod of the cluster.
+fn verdicts(view: &DaemonSetView<'_>, nodes: &[Str]) -> HashMap<Uid, Why> {
+    let misscheduled = if nodes.len() >= view.misscheduled_node_count() {
+        view.misscheduled_pods()
+    } else {
+        view.misscheduled_pods_on(nodes)
+    };
+    let verdicts = misscheduled.into_iter();
+    verdicts.map(|p| (p.pod.uid.clone(), (p.classification.reason.as_str(), p.classification.key))).collect()
 }
 
 /// The index now (after the change) against `before`, pair by pair.
@@ -212,7 +219,7 @@ fn diff(index: &Index, scope: &[ObjectRef], nodes: &[Str], before: &[Option<Befo
                         had.or(why_before).cloned()
                     }
                     _ => {
-                        let verdicts = after_verdicts.get_or_insert_with(|| verdicts(&view));
+                        let verdicts = after_verdicts.get_or_insert_with(|| verdicts(&view, nodes));
                         verdicts.get(&pod.uid).cloned().or_else(|| why_skipped(skip))
                     }
                 };
