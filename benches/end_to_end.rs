@@ -52,6 +52,8 @@ struct ListQuery {
     #[serde(rename = "continue")]
     continue_from: Option<String>,
     watch: Option<String>,
+    #[serde(rename = "sendInitialEvents")]
+    send_initial_events: Option<String>,
 }
 
 struct Server {
@@ -146,6 +148,13 @@ async fn api(
     let Some(kind) = Kind::of(uri.path()) else {
         return (StatusCode::NOT_FOUND, format!("no such resource: {}", uri.path())).into_response();
     };
+    if query.send_initial_events.as_deref() == Some("true") {
+        // As a 1.33 API server without the WatchList feature: the exporter lists in pages.
+        let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid", "code": 422,
+                            "message": "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"});
+        return (StatusCode::UNPROCESSABLE_ENTITY, [("content-type", "application/json")], status.to_string())
+            .into_response();
+    }
     if query.watch.as_deref().is_some_and(|w| w == "true" || w == "1") {
         let silence = futures::stream::pending::<Result<Bytes, std::io::Error>>();
         return Body::from_stream(silence).into_response();

@@ -25,6 +25,7 @@ use misschedule_exporter::report::text::{self, Output};
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::source::connect;
 use misschedule_exporter::source::snapshot::{self, Snapshot};
+use misschedule_exporter::source::stream_list::ListMode;
 use misschedule_exporter::source::watch;
 use misschedule_exporter::telemetry::{CredentialFile, Telemetry};
 use prometheus_client::registry::Registry;
@@ -119,6 +120,12 @@ struct Source {
     /// metered link, turn it on. A kubeconfig's `disable-compression: true` still turns it off.
     #[arg(long, env = "MISSCHEDULE_APISERVER_COMPRESSION", global = true)]
     apiserver_compression: bool,
+
+    /// How lists (the first, and each relist) are fetched: auto streams them where the API
+    /// server can (sendInitialEvents, from its watch cache, one object at a time; 1.34 and
+    /// later) and lists in pages where it refuses or ignores that; stream or pages force one.
+    #[arg(long, env = "MISSCHEDULE_LIST_MODE", value_enum, default_value_t)]
+    list_mode: ListMode,
 
     /// Objects per page of the initial lists and relists from etcd (limit/continue).
     /// Larger pages mean fewer round trips and more memory held at once.
@@ -250,6 +257,7 @@ async fn run(cli: Cli) -> Outcome {
             timeout_seconds: source.watch_timeout_seconds,
             page_size: source.list_page_size,
             from_apiserver_cache: source.use_apiserver_cache,
+            list_mode: source.list_mode,
             stall_after: Duration::from_secs(source.watch_stall_seconds.into()),
             ..watch::WatchConfig::new(source.namespace.clone(), source.classification.pod_selector.clone())
         };

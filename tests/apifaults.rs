@@ -136,7 +136,9 @@ impl Lab {
         self.fake.clear();
         let cleared = Instant::now();
         let recovered = self
-            .wait("ready and right after the fault", Duration::from_secs(20), |lab| {
+            // The next attempt comes when the backoff says: by the end of 10 s of failures,
+            // up to 12.8 s stretched by up to as much again.
+            .wait("ready and right after the fault", Duration::from_secs(30), |lab| {
                 lab.ready() && lab.nodes() == ["n1"]
             })
             .await;
@@ -222,6 +224,44 @@ async fn a_watch_cut_mid_line_backs_off_instead_of_looping() {
         ("misschedule_exporter_watch_errors_total", "reason=\"cut\""),
     )
     .await;
+}
+
+/// A proxy that cuts every watch mid-line for a whole minute, every watch at once: each
+/// resource's requests stay within 20 + 60/8 (the backoff grows to 30 s, where a fixed
+/// short delay would relist every few seconds), and all four recover once it stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
+async fn a_minute_of_cuts_backs_off_to_a_handful_of_requests_per_watch() {
+    const SUSTAINED: Duration = Duration::from_secs(60);
+    let lab = Lab::start("sustained").await;
+    let began = Instant::now();
+    lab.fake.fault(None, Fault::CutWatch);
+    lab.wait("/readyz 503 while cut", Duration::from_secs(15), |lab| !lab.ready()).await;
+    lab.fake.put(pool_node("n1", "b"));
+    lab.fake.put(pool_node("n2", "a"));
+    tokio::time::sleep(SUSTAINED.saturating_sub(began.elapsed())).await;
+    let seen = lab.fake.seen();
+    lab.fake.clear();
+    let cleared = Instant::now();
+    let budget = 20 + SUSTAINED.as_secs() as usize / 8;
+    let mut counts = Vec::new();
+    for resource in support::fakeapi::RESOURCES {
+        let requests = seen.iter().filter(|s| s.resource == resource && s.at >= began).count();
+        counts.push(format!("{resource} {requests}"));
+        assert!(requests <= budget, "{resource}: {requests} requests in {SUSTAINED:?} of cuts; at most {budget}");
+        assert!(requests >= 4, "{resource}: {requests} requests: the watch gave up instead of backing off");
+    }
+    let recovered = lab
+        .wait("ready and right after the cuts", Duration::from_secs(45), |lab| lab.ready() && lab.nodes() == ["n1"])
+        .await;
+    let log = lab.log();
+    let bursts = log.matches("watch failed; serving the last known state").count();
+    println!(
+        "MEASURED a minute of cuts: {} in {:.0?}, recovered {recovered:.1?} after, {bursts} error lines",
+        counts.join(", "),
+        cleared.duration_since(began)
+    );
+    assert!((1..=4).contains(&bursts), "{bursts} error lines for one burst per watch\n{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

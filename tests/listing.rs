@@ -1,6 +1,7 @@
-//! How the exporter lists, as the API server's audit log records it: in pages of
-//! `--list-page-size`, and with `--use-apiserver-cache` from the watch cache
-//! (`resourceVersion=0`) instead of etcd. Either way it ends up with the same answer.
+//! How the exporter lists, as the API server's audit log records it: streamed by default
+//! (a watch with `sendInitialEvents=true`, no list request at all), and with
+//! `--list-mode pages` in pages of `--list-page-size`, or with `--use-apiserver-cache` from
+//! the watch cache (`resourceVersion=0`) instead of etcd. Every way ends with the same answer.
 
 mod support;
 
@@ -19,19 +20,24 @@ kind: Policy
 omitStages: [RequestReceived, ResponseStarted]
 rules:
 - level: Metadata
-  verbs: [list]
+  verbs: [list, watch]
 - level: None
 ";
 
-/// The request URIs of the exporter's node lists in audit log lines `from` onwards.
-fn node_lists(audit_log: &Path, from: usize) -> Vec<String> {
+/// The request URIs of the exporter's node requests with `verb` in audit log lines `from` onwards.
+fn node_requests(audit_log: &Path, from: usize, verb: &str) -> Vec<String> {
     let text = std::fs::read_to_string(audit_log).unwrap_or_default();
     text.lines()
         .skip(from)
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|e| e["user"]["username"] == "misschedule-exporter" && e["objectRef"]["resource"] == "nodes")
+        .filter(|e| e["verb"] == verb)
         .filter_map(|e| e["requestURI"].as_str().map(str::to_owned))
         .collect()
+}
+
+fn node_lists(audit_log: &Path, from: usize) -> Vec<String> {
+    node_requests(audit_log, from, "list")
 }
 
 fn lines(path: &Path) -> usize {
@@ -56,7 +62,7 @@ fn answer(exporter: &Exporter) -> (Option<f64>, Option<f64>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the lab: scripts/test.sh runs it"]
-async fn lists_are_paged_and_can_come_from_the_watch_cache() {
+async fn lists_are_streamed_or_paged_and_can_come_from_the_watch_cache() {
     let dir = std::env::temp_dir().join(format!("misschedule-listing-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let policy = dir.join("audit-policy.yaml");
@@ -72,10 +78,25 @@ async fn lists_are_paged_and_can_come_from_the_watch_cache() {
     agent_scene(&admin, &nodes.iter().map(String::as_str).collect::<Vec<_>>()).await;
     let expected = (Some(NODES as f64), Some(NODES as f64));
 
+    // By default, streamed: a watch asking for its initial events, and no list at all.
+    let from = lines(&audit_log);
+    let streamed = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &[], &cp.dir.join("streamed.log"));
+    until_ready(&streamed).await;
+    assert_eq!(answer(&streamed), expected);
+    assert_eq!(node_lists(&audit_log, from), Vec::<String>::new());
+    let watches = node_requests(&audit_log, from, "watch");
+    let initial = |u: &&String| u.contains("sendInitialEvents=true") && u.contains("resourceVersionMatch=NotOlderThan");
+    assert_eq!(watches.iter().filter(initial).count(), 1, "{watches:#?}");
+    assert_eq!(streamed.sample("misschedule_exporter_lists_total{resource=\"nodes\",mode=\"stream\"}"), Some(1.0));
+    drop(streamed);
+
     // Pages of two: seven nodes take four requests, chained by continue tokens, read from etcd.
     let from = lines(&audit_log);
-    let paged =
-        Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--list-page-size", "2"], &cp.dir.join("paged.log"));
+    let paged = Exporter::start_with(
+        cp.get("EXPORTER_KUBECONFIG"),
+        &["--list-mode", "pages", "--list-page-size", "2"],
+        &cp.dir.join("paged.log"),
+    );
     until_ready(&paged).await;
     assert_eq!(answer(&paged), expected);
     let uris = node_lists(&audit_log, from);
@@ -86,8 +107,11 @@ async fn lists_are_paged_and_can_come_from_the_watch_cache() {
 
     // From the watch cache: resourceVersion=0, not older than that; same answer.
     let from = lines(&audit_log);
-    let cached =
-        Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--use-apiserver-cache"], &cp.dir.join("cached.log"));
+    let cached = Exporter::start_with(
+        cp.get("EXPORTER_KUBECONFIG"),
+        &["--list-mode", "pages", "--use-apiserver-cache"],
+        &cp.dir.join("cached.log"),
+    );
     until_ready(&cached).await;
     assert_eq!(answer(&cached), expected);
     let uris = node_lists(&audit_log, from);

@@ -434,8 +434,8 @@ fn churn_pod(ds: usize, node: usize, slot: usize, health: usize, deleting: bool,
         2 => ready(pod),
         _ => waiting(pod, "ImagePullBackOff", "back-off"),
     };
-    if terminal {
-        pod.status.as_mut().map(|s| s.phase = Some("Failed".into()));
+    if terminal && let Some(status) = pod.status.as_mut() {
+        status.phase = Some("Failed".into());
     }
     if deleting {
         pod.metadata.deletion_timestamp = Some(from(json!("2026-01-01T00:09:00Z")));

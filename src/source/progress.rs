@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::source::retry::MAX_BACKOFF;
 pub use crate::telemetry::WatchFailure as Failure;
 
 /// How a watch call's stream ended.
@@ -32,8 +33,11 @@ pub struct Call {
 /// and ours start a round trip apart.
 const TIMEOUT_SLACK: Duration = Duration::from_secs(2);
 /// A call that ended sooner than this is resumed only after this long, even with
-/// progress: a stream cut after one event each time is bounded to one call a second.
+/// progress: a stream cut after one event each time is bounded to one call a second...
 pub const MIN_CALL: Duration = Duration::from_secs(1);
+/// ...and such closes in a row double it, up to the retry's cap. A call that lasted this
+/// long was no such close, and ends the run.
+pub const SHORT_CALL: Duration = Duration::from_secs(10);
 
 /// What to do after a watch call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,13 +52,23 @@ pub enum Next {
 
 /// The rule: a close at the timeout, or after progress, resumes; a close before the
 /// timeout with nothing received is a failure (`EndedEarly`), as is every error.
-pub fn after_call(call: Call, end: End, timeout: Duration) -> Next {
+/// `short_before`: how many calls in a row before this one closed short (`is_short`).
+pub fn after_call(call: Call, end: End, timeout: Duration, short_before: u32) -> Next {
     match end {
         End::Expired => Next::Relist,
         End::Failed(failure) => Next::Fail(failure),
         End::Closed if !call.progressed && call.lasted + TIMEOUT_SLACK < timeout => Next::Fail(Failure::EndedEarly),
-        End::Closed => Next::Resume(MIN_CALL.saturating_sub(call.lasted)),
+        End::Closed if call.lasted < SHORT_CALL => {
+            let pause = MIN_CALL.saturating_mul(1 << short_before.min(16)).min(MAX_BACKOFF);
+            Next::Resume(pause.saturating_sub(call.lasted))
+        }
+        End::Closed => Next::Resume(Duration::ZERO),
     }
+}
+
+/// The call closed short of `SHORT_CALL`: counted towards the next one's pause.
+pub fn is_short(call: Call, end: End) -> bool {
+    end == End::Closed && call.lasted < SHORT_CALL
 }
 
 /// How long a watch may stay silent before it counts as stalled.
@@ -130,15 +144,32 @@ mod tests {
             ("stalled", call(secs(90), true), End::Failed(Failure::Stalled), Next::Fail(Failure::Stalled)),
         ];
         for (what, call, end, next) in rows {
-            assert_eq!(after_call(call, end, TIMEOUT), next, "{what}");
+            assert_eq!(after_call(call, end, TIMEOUT, 0), next, "{what}");
         }
+    }
+
+    #[test]
+    fn short_closes_in_a_row_double_the_pause_up_to_the_cap() {
+        let quick = call(Duration::from_millis(5), true);
+        let pauses: Vec<Duration> = (0..8)
+            .map(|before| match after_call(quick, End::Closed, TIMEOUT, before) {
+                Next::Resume(pause) => pause + quick.lasted,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(pauses, [1, 2, 4, 8, 16, 30, 30, 30].map(secs));
+        // A call that lasted is no short close: resumed at once, and the run ends.
+        let long = call(SHORT_CALL, true);
+        assert_eq!(after_call(long, End::Closed, TIMEOUT, 5), Next::Resume(Duration::ZERO));
+        assert!(is_short(quick, End::Closed) && !is_short(long, End::Closed));
+        assert!(!is_short(quick, End::Failed(Failure::Cut)));
     }
 
     #[test]
     fn a_resume_never_comes_sooner_than_a_second_after_the_last_call_started() {
         for ms in [0, 1, 500, 999, 1000, 5000] {
             let lasted = Duration::from_millis(ms);
-            let Next::Resume(pause) = after_call(call(lasted, true), End::Closed, TIMEOUT) else { panic!("{ms}") };
+            let Next::Resume(pause) = after_call(call(lasted, true), End::Closed, TIMEOUT, 0) else { panic!("{ms}") };
             assert!(lasted + pause >= MIN_CALL, "{ms} ms");
         }
     }

@@ -36,6 +36,9 @@ pub enum CallError {
     Cut(String),
     #[error("nothing arrived for {}s (no event, no bookmark, no data): the connection is stalled", .0.as_secs())]
     Stalled(Duration),
+    /// `--list-mode stream` against a server that cannot stream lists.
+    #[error("the API server does not stream lists ({0}); --list-mode stream needs one that does: use auto or pages")]
+    NoStreaming(String),
     /// `at`: "field `object.metadata.name`", or the text just before the error.
     #[error("cannot decode {what}, {at}: {error}")]
     Malformed { what: &'static str, at: String, error: String },
@@ -45,6 +48,7 @@ impl CallError {
     pub fn failure(&self) -> Failure {
         match self {
             Self::Status { code, .. } | Self::WatchStatus { code, .. } => failure_of_status(*code),
+            Self::NoStreaming(_) => Failure::Refused,
             Self::Unreachable(_) => Failure::Unreachable,
             Self::Cut(_) => Failure::Cut,
             Self::Stalled(_) => Failure::Stalled,

@@ -1,26 +1,30 @@
 //! When to restart a failed watch: the retry policy as a pure function of what the failed
-//! attempt cost, so that it is tested without a cluster or a clock.
+//! attempt cost and a jitter draw, so that it is tested without a cluster or a clock.
+//!
+//! The backoff is client-go's reflector's: 800 ms, doubling, jittered, up to 30 s, and
+//! forgiven after two minutes of health. On top of it, a list that cost much waits a
+//! multiple of its cost, and the server's Retry-After is a floor.
 
 use std::time::Duration;
 
-/// The first retry's delay.
-pub const MIN_DELAY: Duration = Duration::from_millis(500);
-/// The longest delay while the list itself fails (API server down, list denied): such
-/// calls are cheap, and a short cap resyncs within seconds of the API server's return.
-pub const MAX_DELAY_LIST_FAILING: Duration = Duration::from_secs(5);
-/// The longest delay once a list completed and the watch after it failed (watch denied,
-/// list allowed): every retry costs a full relist, and the list's data is fresh anyway.
-pub const MAX_DELAY_AFTER_LIST: Duration = Duration::from_secs(60);
+/// The first retry's delay, before jitter.
+pub const MIN_DELAY: Duration = Duration::from_millis(800);
+/// The longest backoff, jitter included: a failure of any kind repeated (a proxy that cuts
+/// every stream, a watch denied, an API server down) costs at most one attempt per 30 s.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A retry waits at least this many times what the failed attempt spent listing, so that
 /// relists take at most a fifth of the time however large the cluster (a relist of
 /// 2,600,000 pods takes tens of seconds).
 pub const LIST_COST_FACTOR: u32 = 4;
-/// The longest delay of all, whatever the list cost.
+/// The longest delay of all, whatever the list cost or the server asks.
 pub const MAX_DELAY: Duration = Duration::from_secs(600);
 /// A watch that ran this long after its list completed, without an error, proves the
-/// failure is over: the next failure starts again at `MIN_DELAY`. Counted from the end of
-/// the list, since at scale the list alone takes longer than this.
-pub const CLEAN_RESETS_AFTER: Duration = Duration::from_secs(30);
+/// failures before it over: the next one starts again at `MIN_DELAY`. Counted from the end
+/// of the list, since at scale the list alone takes longer than this.
+pub const HEALTHY_RESETS_AFTER: Duration = Duration::from_secs(120);
+/// A watch that ran this long after its list before it expired (410 Gone) expired as
+/// routine: it relists at once.
+pub const ROUTINE_EXPIRY_AFTER: Duration = Duration::from_secs(30);
 
 /// How one watch attempt ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,41 +42,64 @@ pub struct Attempt {
 
 impl Attempt {
     /// The watch ran long enough after its list to prove the failures before it over.
+    pub fn proved_healthy(&self) -> bool {
+        self.watched.is_some_and(|w| w >= HEALTHY_RESETS_AFTER)
+    }
+
+    /// The watch ran long enough after its list for an expiry to be routine.
     pub fn proved_clean(&self) -> bool {
-        self.watched.is_some_and(|w| w >= CLEAN_RESETS_AFTER)
+        self.watched.is_some_and(|w| w >= ROUTINE_EXPIRY_AFTER)
     }
 }
 
 /// The backoff of one watch: consecutive failures double the delay.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Retry {
     failures: u32,
+    /// A draw in [0, 1) per delay: retries of many exporters (or of one exporter's four
+    /// watches) after one outage spread out instead of arriving together.
+    jitter: fn() -> f64,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Self { failures: 0, jitter: fastrand::f64 }
+    }
 }
 
 impl Retry {
     /// The delay before the next attempt after `attempt` failed.
     pub fn after_failure(&mut self, attempt: Attempt) -> Duration {
-        if attempt.proved_clean() {
+        if attempt.proved_healthy() {
             self.failures = 0;
         }
-        let cap = if attempt.watched.is_some() { MAX_DELAY_AFTER_LIST } else { MAX_DELAY_LIST_FAILING };
-        let doubled = MIN_DELAY.saturating_mul(1 << self.failures.min(16)).min(cap);
+        let backoff = backoff(self.failures, (self.jitter)());
         self.failures = self.failures.saturating_add(1);
         let asked = attempt.retry_after.unwrap_or_default();
-        doubled.max(attempt.listing.saturating_mul(LIST_COST_FACTOR)).max(asked).min(MAX_DELAY)
+        backoff.max(attempt.listing.saturating_mul(LIST_COST_FACTOR)).max(asked).min(MAX_DELAY)
     }
 
     /// The delay after a watch expired (410 Gone). Routine after a long watch: relist at
     /// once. Right after a list it is not (a cache that lists an already compacted
     /// version would expire every watch): back off as after a failure.
     pub fn after_expiry(&mut self, attempt: Attempt) -> Duration {
-        if attempt.proved_clean() {
-            self.failures = 0;
-            Duration::ZERO
-        } else {
-            self.after_failure(attempt)
+        if !attempt.proved_clean() {
+            return self.after_failure(attempt);
         }
+        if attempt.proved_healthy() {
+            self.failures = 0;
+        }
+        Duration::ZERO
     }
+}
+
+/// The `failures`-th delay in a row: `MIN_DELAY` doubled that many times, stretched by up
+/// to as much again by the draw `jitter` in [0, 1) (client-go's jitter factor 1.0), and
+/// at most `MAX_BACKOFF`.
+pub fn backoff(failures: u32, jitter: f64) -> Duration {
+    let doubled = MIN_DELAY.saturating_mul(1 << failures.min(16));
+    let jitter = if jitter.is_finite() { jitter.clamp(0.0, 1.0) } else { 0.0 };
+    doubled.mul_f64(1.0 + jitter).min(MAX_BACKOFF)
 }
 
 #[cfg(test)]
@@ -84,6 +111,11 @@ mod tests {
     }
     const fn ms(ms: u64) -> Duration {
         Duration::from_millis(ms)
+    }
+
+    /// The backoff without jitter (every draw 0), so that delays are exact.
+    fn steady() -> Retry {
+        Retry { failures: 0, jitter: || 0.0 }
     }
 
     fn list_failed(listing: Duration) -> Attempt {
@@ -99,79 +131,111 @@ mod tests {
     }
 
     #[test]
-    fn failing_lists_double_up_to_the_short_cap() {
-        let got = delays(&mut Retry::default(), list_failed(ms(1)), 7);
-        assert_eq!(got, [ms(500), secs(1), secs(2), secs(4), secs(5), secs(5), secs(5)]);
+    fn failures_of_any_kind_double_up_to_the_cap() {
+        let want = [ms(800), ms(1600), ms(3200), ms(6400), ms(12800), ms(25600), secs(30), secs(30)];
+        // The list refused, a watch cut right after its list, a watch cut mid-way.
+        for attempt in [list_failed(ms(1)), watch_failed(ms(20), ms(5)), watch_failed(ms(20), secs(100))] {
+            assert_eq!(delays(&mut steady(), attempt, 8), want, "{attempt:?}");
+        }
     }
 
     #[test]
-    fn a_watch_failing_after_each_completed_list_backs_off_to_the_long_cap() {
-        // Watch denied, list allowed: each retry is a full relist.
-        let got = delays(&mut Retry::default(), watch_failed(ms(20), ms(5)), 10);
-        let want = [ms(500), secs(1), secs(2), secs(4), secs(8), secs(16), secs(32), secs(60), secs(60), secs(60)];
-        assert_eq!(got, want);
+    fn jitter_stretches_each_delay_by_up_to_as_much_again_never_past_the_cap() {
+        for failures in [0, 1, 3, 5, 6, 40] {
+            let (low, high) = (backoff(failures, 0.0), backoff(failures, 0.999_999));
+            assert!(high <= MAX_BACKOFF, "{failures}");
+            assert!(high >= low && high <= low * 2, "{failures}: {low:?}..{high:?}");
+        }
+        assert_eq!(backoff(0, 0.5), ms(1200));
+        // Draws the real source cannot make change nothing.
+        assert_eq!(backoff(0, -1.0), ms(800));
+        assert_eq!(backoff(0, f64::NAN), ms(800));
+        // The real source: always within the bounds.
+        let mut retry = Retry::default();
+        for n in 0..20 {
+            let got = retry.after_failure(list_failed(ms(1)));
+            assert!(got >= backoff(n, 0.0) && got <= backoff(n, 1.0), "{n}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn sixty_seconds_of_failures_cost_a_handful_of_attempts() {
+        // A proxy cutting every stream for a minute, the worst draws (the shortest delays).
+        let mut retry = steady();
+        let (mut at, mut attempts) = (Duration::ZERO, 0);
+        while at < secs(60) {
+            attempts += 1;
+            at += retry.after_failure(watch_failed(ms(5), ms(5)));
+        }
+        assert_eq!(attempts, 7);
     }
 
     #[test]
     fn an_expensive_list_waits_a_multiple_of_its_cost() {
-        let mut retry = Retry::default();
-        // 40 s to list 2,600,000 pods, then the watch is refused: 160 s, not 0.5 s.
+        let mut retry = steady();
+        // 40 s to list 2,600,000 pods, then the watch is refused: 160 s, not 0.8 s.
         assert_eq!(retry.after_failure(watch_failed(secs(40), ms(10))), secs(160));
         // A list that failed half way, after 20 s of pages, cost as much.
         assert_eq!(retry.after_failure(list_failed(secs(20))), secs(80));
         // Never beyond the overall cap.
         assert_eq!(retry.after_failure(list_failed(secs(3600))), MAX_DELAY);
         // Cheap attempts keep the doubling.
-        assert_eq!(retry.after_failure(list_failed(ms(1))), secs(4));
+        assert_eq!(retry.after_failure(list_failed(ms(1))), ms(6400));
     }
 
     #[test]
-    fn the_reset_counts_from_the_end_of_the_list() {
-        let mut retry = Retry::default();
+    fn two_minutes_of_health_after_the_list_forgive_earlier_failures() {
+        let mut retry = steady();
         delays(&mut retry, list_failed(ms(1)), 4);
-        // A 21 s attempt, 20 s of it watching, proves nothing: the doubling goes on.
-        assert_eq!(retry.after_failure(watch_failed(secs(1), secs(20))), secs(8));
-        // A watch clean for 30 s after its list does, however long the list took.
-        assert_eq!(retry.after_failure(watch_failed(ms(1), CLEAN_RESETS_AFTER)), MIN_DELAY);
-        assert_eq!(retry.after_failure(list_failed(ms(1))), secs(1));
+        // A watch cut after a minute proves nothing: a load balancer that cuts every minute
+        // is a failure repeated.
+        assert_eq!(retry.after_failure(watch_failed(secs(1), secs(60))), ms(12800));
+        // Two minutes clean after the list do, however long the list took.
+        assert_eq!(retry.after_failure(watch_failed(ms(1), HEALTHY_RESETS_AFTER)), MIN_DELAY);
+        assert_eq!(retry.after_failure(list_failed(ms(1))), ms(1600));
     }
 
     #[test]
     fn an_expiry_after_a_long_watch_relists_at_once() {
-        let mut retry = Retry::default();
+        let mut retry = steady();
         delays(&mut retry, list_failed(ms(1)), 3);
+        assert_eq!(retry.after_expiry(watch_failed(secs(2), secs(60))), Duration::ZERO);
+        // Routine, but not yet health: the failures before it still count.
+        assert_eq!(retry.after_failure(list_failed(ms(1))), ms(6400));
         assert_eq!(retry.after_expiry(watch_failed(secs(2), secs(290))), Duration::ZERO);
-        // And the failures before it are forgiven.
+        // And now they are forgiven.
         assert_eq!(retry.after_failure(list_failed(ms(1))), MIN_DELAY);
     }
 
     #[test]
     fn an_expiry_right_after_a_list_backs_off() {
-        let mut retry = Retry::default();
+        let mut retry = steady();
         let attempt = watch_failed(ms(10), ms(100));
         let got: Vec<_> = (0..4).map(|_| retry.after_expiry(attempt)).collect();
-        assert_eq!(got, [ms(500), secs(1), secs(2), secs(4)]);
-        assert!(!attempt.proved_clean() && watch_failed(ms(10), CLEAN_RESETS_AFTER).proved_clean());
+        assert_eq!(got, [ms(800), ms(1600), ms(3200), ms(6400)]);
+        assert!(!attempt.proved_clean() && watch_failed(ms(10), ROUTINE_EXPIRY_AFTER).proved_clean());
     }
 
     #[test]
     fn the_server_s_retry_after_is_a_floor_never_a_ceiling() {
-        let mut retry = Retry::default();
+        let mut retry = steady();
         let throttled = |seconds| Attempt { retry_after: Some(secs(seconds)), ..list_failed(ms(1)) };
-        // 429 with Retry-After: 3 on the first failure: 3 s, not 0.5 s.
+        // 429 with Retry-After: 3 on the first failure: 3 s, not 0.8 s.
         assert_eq!(retry.after_failure(throttled(3)), secs(3));
         // The doubling goes on underneath, and wins once it is longer.
-        assert_eq!(retry.after_failure(throttled(1)), secs(1));
-        assert_eq!(retry.after_failure(throttled(1)), secs(2));
-        // A server asking for an hour gets the overall cap.
+        assert_eq!(retry.after_failure(throttled(1)), ms(1600));
+        assert_eq!(retry.after_failure(throttled(1)), ms(3200));
+        // A server asking for more than the backoff's cap gets it, up to the overall cap.
+        assert_eq!(retry.after_failure(throttled(45)), secs(45));
         assert_eq!(retry.after_failure(throttled(3600)), MAX_DELAY);
     }
 
     #[test]
     fn no_overflow_after_any_number_of_failures() {
-        let mut retry = Retry { failures: u32::MAX - 1 };
+        let mut retry = Retry { failures: u32::MAX - 1, ..steady() };
         for _ in 0..3 {
             assert_eq!(retry.after_failure(watch_failed(Duration::MAX, ms(1))), MAX_DELAY);
+            assert_eq!(retry.after_failure(list_failed(ms(1))), MAX_BACKOFF);
         }
     }
 }

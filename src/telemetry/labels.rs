@@ -141,6 +141,32 @@ impl KubeEventResult {
     }
 }
 
+/// How a completed list was fetched: the `mode` label of `lists_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListedBy {
+    /// A streaming list (`sendInitialEvents`), from the API server's watch cache.
+    Stream,
+    /// Pages (`limit`/`continue`), or one piece from the watch cache.
+    Pages,
+}
+
+impl ListedBy {
+    pub const ALL: [ListedBy; 2] = [Self::Stream, Self::Pages];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stream => "stream",
+            Self::Pages => "pages",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListLabels {
+    pub resource: &'static str,
+    pub mode: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResourceLabels {
     pub resource: &'static str,

@@ -23,10 +23,10 @@ use crate::shared::Shared;
 mod labels;
 
 use self::labels::{
-    AdmissionLabels, ErrorLabels, EventLabels, FileLabels, KubeEventLabels, ReloadLabels, ResourceLabels,
+    AdmissionLabels, ErrorLabels, EventLabels, FileLabels, KubeEventLabels, ListLabels, ReloadLabels, ResourceLabels,
     resource_labels,
 };
-pub use self::labels::{CredentialFile, EventType, KubeEventResult, WatchFailure};
+pub use self::labels::{CredentialFile, EventType, KubeEventResult, ListedBy, WatchFailure};
 
 /// The counters and histograms the edges write: the watch tasks, the HTTP edge's credential
 /// reloads and the Event publisher.
@@ -36,6 +36,7 @@ pub struct Telemetry {
     watch_errors: Family<ErrorLabels, Counter>,
     watch_stalls: Family<ResourceLabels, Counter>,
     watch_expiries: Family<ResourceLabels, Counter>,
+    lists: Family<ListLabels, Counter>,
     invalid_objects: Family<ResourceLabels, Counter>,
     pub apply_duration: Histogram,
     reloads: Family<ReloadLabels, Counter>,
@@ -56,6 +57,7 @@ impl Default for Telemetry {
             watch_errors: Family::default(),
             watch_stalls: Family::default(),
             watch_expiries: Family::default(),
+            lists: Family::default(),
             invalid_objects: Family::default(),
             // 1µs .. ~1s
             apply_duration: Histogram::new(exponential_buckets(1e-6, 4.0, 11)),
@@ -77,6 +79,9 @@ impl Default for Telemetry {
             }
             for family in [&telemetry.watch_stalls, &telemetry.watch_expiries, &telemetry.invalid_objects] {
                 family.get_or_create_owned(&resource_labels(resource));
+            }
+            for mode in ListedBy::ALL {
+                telemetry.lists.get_or_create_owned(&ListLabels { resource: resource.as_str(), mode: mode.as_str() });
             }
             for reason in WatchFailure::COUNTED {
                 telemetry
@@ -124,6 +129,11 @@ impl Telemetry {
         self.watch_expiries.get_or_create(&resource_labels(resource)).inc();
     }
 
+    /// A list (the first, or a relist) completed.
+    pub fn record_list(&self, resource: Resource, mode: ListedBy) {
+        self.lists.get_or_create(&ListLabels { resource: resource.as_str(), mode: mode.as_str() }).inc();
+    }
+
     pub fn record_invalid(&self, resource: Resource) {
         self.invalid_objects.get_or_create(&resource_labels(resource)).inc();
     }
@@ -166,6 +176,11 @@ impl Telemetry {
             "misschedule_exporter_watch_expiries",
             "Watches whose resourceVersion had expired (410 Gone), each followed by an immediate relist; not a failure",
             self.watch_expiries.clone(),
+        );
+        registry.register(
+            "misschedule_exporter_lists",
+            "Completed lists, the first and each relist, by resource and how they came: stream (a streaming list from the API server's watch cache) or pages (--list-mode)",
+            self.lists.clone(),
         );
         registry.register(
             "misschedule_exporter_invalid_objects",
@@ -281,6 +296,7 @@ mod tests {
             "watch_errors",
             "watch_stalls",
             "watch_expiries",
+            "lists",
             "invalid_objects",
             "classification_duration_seconds",
             "credential_reloads",
@@ -303,6 +319,7 @@ mod tests {
         assert!(!text.contains("reason=\"stalled\""), "{text}");
         assert!(text.contains("misschedule_exporter_watch_stalls_total{resource=\"nodes\"} 1"), "{text}");
         assert!(text.contains("misschedule_exporter_cache_synced{resource=\"pods\"} 0"), "{text}");
+        assert!(text.contains("misschedule_exporter_lists_total{resource=\"nodes\",mode=\"stream\"} 0"), "{text}");
         assert!(text.contains("misschedule_exporter_last_event_timestamp_seconds{resource=\"pods\"} 0"), "{text}");
     }
 }

@@ -1,7 +1,8 @@
 //! A small fake API server that misbehaves on demand, the way real API servers and the
 //! proxies in front of them do: 429/503 with Retry-After, watches held open with nothing
 //! sent, responses cut mid-line, 410 ERROR events, malformed lines, watches closed at once.
-//! The real API server cannot be made to do any of this on cue.
+//! The real API server cannot be made to do any of this on cue. Streaming lists
+//! (`sendInitialEvents`) it serves, refuses or ignores, as `Streaming` says.
 //!
 //! It speaks just enough HTTP/1.1 for kube's client (GET, keep-alive, chunked watches) and
 //! serves one consistent cluster: the test changes it and watches see the change. Every
@@ -42,6 +43,21 @@ pub enum Fault {
     Malformed,
     /// Watches close at once, cleanly, with nothing sent.
     EndEarly,
+    /// A streamed list sends its first object, then half a line, and the connection closes.
+    CutStreamedList,
+}
+
+/// What the server does with a watch that asks for its initial events (a streaming list).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Streaming {
+    /// As API servers without the WatchList feature: 422, "sendInitialEvents is forbidden".
+    #[default]
+    Refuse,
+    /// As API servers since 1.34: every object as ADDED, then a bookmark annotated
+    /// `k8s.io/initial-events-end`, then the watch goes on.
+    Serve,
+    /// As a server (or a proxy) that does not know the parameter: a plain watch.
+    Ignore,
 }
 
 /// One request the server answered.
@@ -49,6 +65,8 @@ pub enum Fault {
 pub struct Seen {
     pub resource: String,
     pub watch: bool,
+    /// A watch that asked for its initial events: a streaming list.
+    pub streamed_list: bool,
     pub at: Instant,
 }
 
@@ -60,6 +78,7 @@ struct State {
     /// Every change: (resourceVersion, resource, event type, object).
     history: Vec<(u64, &'static str, &'static str, Value)>,
     faults: BTreeMap<&'static str, Fault>,
+    streaming: Streaming,
     /// Bumped by each new fault: open watches close, as when a proxy or API server restarts.
     epoch: u64,
     seen: Vec<Seen>,
@@ -164,6 +183,11 @@ impl FakeApi {
         let _ = self.changes.send(());
     }
 
+    /// How watches that ask for their initial events are answered from now on.
+    pub fn streaming(&self, streaming: Streaming) {
+        self.state.lock().unwrap().streaming = streaming;
+    }
+
     pub fn clear(&self) {
         self.state.lock().unwrap().faults.clear();
     }
@@ -233,11 +257,17 @@ async fn respond(
     };
     let params = query(target);
     let watch = params.get("watch").is_some_and(|w| w == "true" || w == "1");
-    let fault = {
+    let streamed_list = watch && params.get("sendInitialEvents").is_some_and(|v| v == "true");
+    let (fault, streaming) = {
         let mut state = state.lock().unwrap();
-        state.seen.push(Seen { resource: resource.into(), watch, at: Instant::now() });
-        state.faults.get(resource).cloned()
+        state.seen.push(Seen { resource: resource.into(), watch, streamed_list, at: Instant::now() });
+        (state.faults.get(resource).cloned(), state.streaming)
     };
+    let throttled = matches!(fault, Some(Fault::Status { .. }));
+    if streamed_list && streaming == Streaming::Refuse && !throttled {
+        let message = "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
+        return write_full(stream, 422, &[], &status_body(422, "Invalid", message, 0)).await;
+    }
     match (fault, watch) {
         (Some(Fault::Status { code, retry_after }), _) => {
             let body = status_body(code, "TooManyRequests", "the server is throttling (fake)", retry_after);
@@ -258,9 +288,17 @@ async fn respond(
         }
         (_, false) => write_full(stream, 200, &[], &list_body(state, resource, &params)).await,
         (fault, true) => {
-            let since: u64 = params.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let mut since: u64 = params.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
             let timeout = params.get("timeoutSeconds").and_then(|t| t.parse().ok()).unwrap_or(290);
-            watch_stream(stream, state, changes.subscribe(), resource, since, timeout, fault).await;
+            let changes = changes.subscribe();
+            let served = streamed_list && streaming == Streaming::Serve;
+            if served {
+                let Some(version) = initial_events(stream, state, resource, &params, fault.as_ref()).await else {
+                    return false;
+                };
+                since = version;
+            }
+            watch_stream(stream, state, changes, resource, since, timeout, fault, served).await;
             false
         }
     }
@@ -272,20 +310,54 @@ fn status_body(code: u16, reason: &str, message: &str, retry_after: u32) -> Stri
     .to_string()
 }
 
-fn list_body(state: &Arc<Mutex<State>>, resource: &str, params: &BTreeMap<String, String>) -> String {
+/// The objects a list or a streamed list returns, and the resourceVersion they are at.
+fn current(state: &Arc<Mutex<State>>, resource: &str, params: &BTreeMap<String, String>) -> (Vec<Value>, u64) {
     let state = state.lock().unwrap();
     let selector = params.get("labelSelector");
-    let items: Vec<&Value> = state
+    let items = state
         .objects
         .get(resource)
         .into_iter()
         .flat_map(|objects| objects.values())
         // Only the selector the exporter sends for pods: a label that must exist.
         .filter(|o| selector.is_none_or(|key| o["metadata"]["labels"].get(key.as_str()).is_some()))
+        .cloned()
         .collect();
-    json!({"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": state.resource_version.to_string()},
-           "items": items})
-    .to_string()
+    (items, state.resource_version)
+}
+
+fn list_body(state: &Arc<Mutex<State>>, resource: &str, params: &BTreeMap<String, String>) -> String {
+    let (items, version) = current(state, resource, params);
+    json!({"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": version.to_string()}, "items": items})
+        .to_string()
+}
+
+/// A streamed list's initial events: every object as ADDED, then the bookmark that ends
+/// them. The resourceVersion the watch goes on from, or `None` once the connection is done.
+async fn initial_events(
+    stream: &mut TcpStream,
+    state: &Arc<Mutex<State>>,
+    resource: &'static str,
+    params: &BTreeMap<String, String>,
+    fault: Option<&Fault>,
+) -> Option<u64> {
+    if stream.write_all(head(200, &[], true).as_bytes()).await.is_err() {
+        return None;
+    }
+    let (items, version) = current(state, resource, params);
+    for (i, object) in items.into_iter().enumerate() {
+        let line = json!({"type": "ADDED", "object": object}).to_string() + "\n";
+        if fault == Some(&Fault::CutStreamedList) && i == 1 {
+            chunk(stream, &line[..line.len() / 2]).await;
+            return None;
+        }
+        if !chunk(stream, &line).await {
+            return None;
+        }
+    }
+    let end = json!({"type": "BOOKMARK", "object": {"kind": kind_of(resource), "apiVersion": "v1",
+        "metadata": {"resourceVersion": version.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}}});
+    chunk(stream, &(end.to_string() + "\n")).await.then_some(version)
 }
 
 fn head(code: u16, headers: &[(&str, String)], chunked: bool) -> String {
@@ -311,7 +383,9 @@ async fn chunk(stream: &mut TcpStream, data: &str) -> bool {
 }
 
 /// A watch from `since`: past changes after it, then each new one, with a bookmark on
-/// every empty change, until `timeout` seconds (a clean end) or a fault.
+/// every empty change, until `timeout` seconds (a clean end) or a fault. `headed`: a
+/// streamed list sent the response's head already.
+#[allow(clippy::too_many_arguments)]
 async fn watch_stream(
     stream: &mut TcpStream,
     state: &Arc<Mutex<State>>,
@@ -320,8 +394,9 @@ async fn watch_stream(
     mut since: u64,
     timeout: u64,
     fault: Option<Fault>,
+    headed: bool,
 ) {
-    if stream.write_all(head(200, &[], true).as_bytes()).await.is_err() {
+    if !headed && stream.write_all(head(200, &[], true).as_bytes()).await.is_err() {
         return;
     }
     match fault {

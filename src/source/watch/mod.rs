@@ -1,6 +1,7 @@
 //! The Kubernetes edge: one watch per resource (and per namespace when scoped) feeding
-//! the shared index. Each lists, then watches from the list's resourceVersion, call after
-//! call; `progress` judges how each call ended and `retry` how long to wait after a failure.
+//! the shared index. Each lists (streamed where the server can, `stream_list`, else in
+//! pages), then watches from the list's resourceVersion, call after call; `progress`
+//! judges how each call ended and `retry` how long to wait after a failure.
 
 use std::fmt::Debug;
 use std::pin::pin;
@@ -20,10 +21,13 @@ use crate::index::Indexed;
 use crate::k8s::slim::{SlimNode, SlimPod};
 use crate::shared::{Shared, WatchHealth};
 use crate::source::burst::Burst;
-use crate::source::progress::{Call, End, Failure, Next, Silence, after_call};
+use crate::source::progress::{Call, End, Failure, Next, Silence, after_call, is_short};
 use crate::source::request::{self, CallError};
 use crate::source::retry::{Attempt, Retry};
+use crate::source::stream_list::ListMode;
 use crate::telemetry::{EventType, Telemetry};
+
+mod list;
 
 /// Objects per list page unless configured: kube's watcher default.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
@@ -54,6 +58,8 @@ pub struct WatchConfig {
     pub from_apiserver_cache: bool,
     /// Silence after which a watch is declared stalled (see `progress::Silence`).
     pub stall_after: Duration,
+    /// Streamed lists, paged ones, or streamed where the server can.
+    pub list_mode: ListMode,
 }
 
 impl WatchConfig {
@@ -66,6 +72,7 @@ impl WatchConfig {
             page_size: DEFAULT_PAGE_SIZE,
             from_apiserver_cache: false,
             stall_after: Duration::from_secs(DEFAULT_STALL_SECONDS.into()),
+            list_mode: ListMode::Auto,
         }
     }
 }
@@ -177,13 +184,16 @@ impl Watch {
         // 410s right after a list, in a row: once may be a compaction just after the list;
         // twice, the watch cannot resume at all and only relists see changes.
         let mut early_expiries = 0u32;
+        // Auto turns to pages for good once the server shows it cannot stream.
+        let mut list_mode = self.config.list_mode;
         loop {
             let started = Instant::now();
             // When the last list data arrived, and when the list completed.
             let mut list_progress: Option<Instant> = None;
             let mut listed: Option<Instant> = None;
             let idle = silence.limit();
-            let stop = match self.list::<K>(&endpoint, scope.as_deref(), idle, &mut list_progress).await {
+            let listing = self.list::<K>(&endpoint, scope.as_deref(), idle, &mut list_progress, &mut list_mode);
+            let stop = match listing.await {
                 Err(error) => Stop::failed(error),
                 Ok(resource_version) => {
                     let now = Instant::now();
@@ -232,35 +242,6 @@ impl Watch {
         }
     }
 
-    /// List every page into the index (Init, InitApply…, InitDone); the list's resourceVersion.
-    async fn list<K>(
-        &self,
-        endpoint: &Endpoint,
-        scope: Option<&str>,
-        idle: Duration,
-        progress: &mut Option<Instant>,
-    ) -> Result<String, CallError>
-    where
-        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-    {
-        self.apply(scope, Event::<K>::Init);
-        let mut params = endpoint.list.clone();
-        loop {
-            let page = request::list_page::<K>(&self.client, &endpoint.url_path, &params, idle).await?;
-            *progress = Some(Instant::now());
-            for object in page.items {
-                self.apply(scope, Event::InitApply(object));
-            }
-            match page.metadata.continue_.filter(|c| !c.is_empty()) {
-                Some(token) => params.continue_token = Some(token),
-                None => {
-                    self.apply(scope, Event::<K>::InitDone);
-                    return Ok(page.metadata.resource_version.unwrap_or_default());
-                }
-            }
-        }
-    }
-
     /// Watch call after call from `resource_version`, until one expires or fails.
     async fn watch<K>(
         &self,
@@ -274,6 +255,8 @@ impl Watch {
         K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
     {
         let mut cursor = Cursor { resource_version, silence, proof, started: Instant::now(), progressed: false };
+        // Calls in a row that a proxy (or the server) closed short: each waits longer.
+        let mut short = 0;
         loop {
             (cursor.started, cursor.progressed) = (Instant::now(), false);
             let started = cursor.started;
@@ -283,7 +266,9 @@ impl Watch {
                 Err(error) => (End::Failed(error.failure()), Some(error)),
             };
             let call = Call { lasted: started.elapsed(), progressed: cursor.progressed };
-            match after_call(call, end, endpoint.timeout) {
+            let next = after_call(call, end, endpoint.timeout, short);
+            short = if is_short(call, end) { short + 1 } else { 0 };
+            match next {
                 Next::Resume(pause) => tokio::time::sleep(pause).await,
                 Next::Relist => return Stop::Expired,
                 Next::Fail(failure) => {

@@ -1,0 +1,126 @@
+//! How a watch lists, first and at each relist: streamed where the server can
+//! (`stream_list` says what its events mean), else in pages.
+
+use std::fmt::Debug;
+use std::pin::pin;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::WatchParams;
+use kube::runtime::watcher::Event;
+use serde::de::DeserializeOwned;
+
+use super::{Endpoint, Watch};
+use crate::index::Indexed;
+use crate::source::request::{self, CallError};
+use crate::source::stream_list::{self, Initial, ListMode};
+use crate::telemetry::ListedBy;
+
+impl Watch {
+    /// List into the index (Init, InitApply…, InitDone), streamed or in pages as `mode`
+    /// says; the list's resourceVersion. In `Auto`, a server that cannot stream turns
+    /// `mode` to `Pages`, said once in the log.
+    pub(super) async fn list<K>(
+        &self,
+        endpoint: &Endpoint,
+        scope: Option<&str>,
+        idle: Duration,
+        progress: &mut Option<Instant>,
+        mode: &mut ListMode,
+    ) -> Result<String, CallError>
+    where
+        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    {
+        if *mode != ListMode::Pages {
+            match self.stream::<K>(endpoint, scope, idle, progress).await {
+                Ok(resource_version) => {
+                    self.telemetry.record_list(K::RESOURCE, ListedBy::Stream);
+                    return Ok(resource_version);
+                }
+                Err(error) if *mode == ListMode::Auto && Self::cannot_stream(&error) => {
+                    tracing::info!(resource = K::RESOURCE.as_str(), namespace = scope.unwrap_or("*"), %error, "listing in pages from now on");
+                    *mode = ListMode::Pages;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        let resource_version = self.pages::<K>(endpoint, scope, idle, progress).await?;
+        self.telemetry.record_list(K::RESOURCE, ListedBy::Pages);
+        Ok(resource_version)
+    }
+
+    fn cannot_stream(error: &CallError) -> bool {
+        matches!(error, CallError::NoStreaming(_)) || stream_list::refusal_means_no_streaming(error)
+    }
+
+    /// A streaming list: a watch from "now" that sends every object first, applied as the
+    /// list's objects until the bookmark that ends them. `NoStreaming` where the server
+    /// answered as to a plain watch (its objects so far are dropped by the next `Init`).
+    async fn stream<K>(
+        &self,
+        endpoint: &Endpoint,
+        scope: Option<&str>,
+        idle: Duration,
+        progress: &mut Option<Instant>,
+    ) -> Result<String, CallError>
+    where
+        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    {
+        let params = WatchParams { send_initial_events: true, bookmarks: true, ..endpoint.watch.clone() };
+        // An empty resourceVersion with NotOlderThan: a consistent read, as fresh as etcd.
+        let events = request::watch::<K>(&self.client, &endpoint.url_path, &params, "", idle).await?;
+        let mut events = pin!(events);
+        self.apply(scope, Event::<K>::Init);
+        loop {
+            let Ok(next) = tokio::time::timeout(idle, events.next()).await else {
+                return Err(CallError::Stalled(idle));
+            };
+            let event = match next {
+                None => {
+                    return Err(CallError::Cut(
+                        "the streamed list ended before its initial-events-end bookmark".into(),
+                    ));
+                }
+                Some(event) => event?,
+            };
+            *progress = Some(Instant::now());
+            match stream_list::initial(event)? {
+                Initial::Object(object) => self.apply(scope, Event::InitApply(object)),
+                Initial::End(resource_version) => {
+                    self.apply(scope, Event::<K>::InitDone);
+                    return Ok(resource_version);
+                }
+                Initial::Ignored(why) => return Err(CallError::NoStreaming(why.into())),
+            }
+        }
+    }
+
+    /// List every page into the index (Init, InitApply…, InitDone); the list's resourceVersion.
+    async fn pages<K>(
+        &self,
+        endpoint: &Endpoint,
+        scope: Option<&str>,
+        idle: Duration,
+        progress: &mut Option<Instant>,
+    ) -> Result<String, CallError>
+    where
+        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    {
+        self.apply(scope, Event::<K>::Init);
+        let mut params = endpoint.list.clone();
+        loop {
+            let page = request::list_page::<K>(&self.client, &endpoint.url_path, &params, idle).await?;
+            *progress = Some(Instant::now());
+            for object in page.items {
+                self.apply(scope, Event::InitApply(object));
+            }
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params.continue_token = Some(token),
+                None => {
+                    self.apply(scope, Event::<K>::InitDone);
+                    return Ok(page.metadata.resource_version.unwrap_or_default());
+                }
+            }
+        }
+    }
+}
