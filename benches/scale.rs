@@ -664,22 +664,41 @@ fn guard(index: &Index, shape: &Shape, rows: &mut Vec<Row>) {
         let (verdict, response) = guard::answer(excerpt, change, &request, &Policy::default());
         (started.elapsed(), verdict, response)
     };
+    // The API server waits timeoutSeconds (at most 3 s) for each answer: the p99 of repeats.
+    let p99 = |body: Vec<u8>, repeats: usize| {
+        let mut took: Vec<Duration> = (0..repeats)
+            .map(|_| {
+                let (took, verdict, response) = answered(&body);
+                assert_eq!(verdict, Verdict::Warned, "{response:?}");
+                took
+            })
+            .collect();
+        took.sort();
+        took[(repeats * 99 / 100).min(repeats - 1)]
+    };
     let mut tainted = serde_json::to_value(shape.node(0)).unwrap();
     tainted["spec"]["taints"] =
         serde_json::json!([{"key": "bench.example/evict", "value": "x", "effect": "NoExecute"}]);
-    let (node, verdict, response) = answered(&review(("", "nodes"), tainted));
-    assert_eq!(verdict, Verdict::Warned, "{response:?}");
-    rows.push(Row::new("guard: a review of one node's taint", ms(node), format!("{:.2} ms", ms(node))));
+    let node = p99(review(("", "nodes"), tainted), 200);
+    rows.push(Row::new("guard: a review of one node's taint, p99", ms(node), format!("{:.2} ms", ms(node))));
+    // Every label of one node removed: each DaemonSet that selects by one loses it.
+    let mut unlabelled = serde_json::to_value(shape.node(0)).unwrap();
+    unlabelled["metadata"]["labels"] = serde_json::json!({});
+    let label = p99(review(("", "nodes"), unlabelled), 200);
+    rows.push(
+        Row::new("guard: a review of one node's labels, p99", ms(label), format!("{:.2} ms", ms(label)))
+            .target("≤ 50 ms", ms(label) <= 50.0),
+    );
 
     let mut narrowed = shape.daemonset(0);
     narrowed.status = None;
     let template = narrowed.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
     template.node_selector.get_or_insert_default().insert("bench.example/pool".into(), "none".into());
-    let (ds, verdict, response) = answered(&review(("apps", "daemonsets"), serde_json::to_value(narrowed).unwrap()));
-    assert_eq!(verdict, Verdict::Warned, "{response:?}");
+    let ds = p99(review(("apps", "daemonsets"), serde_json::to_value(narrowed).unwrap()), 10);
     let shown = format!("{:.0} ms (every node copied)", ms(ds));
     rows.push(
-        Row::new("guard: a review of one DaemonSet's placement", ms(ds), shown).target("< 3 s", ds.as_secs() < 3),
+        Row::new("guard: a review of one DaemonSet's placement, p99 of 10", ms(ds), shown)
+            .target("≤ 1 s", ds <= Duration::from_secs(1)),
     );
 }
 

@@ -819,14 +819,18 @@ fn validate_strict(name: &str, values: Value) {
         })
         .sum();
     assert!(objects >= 7, "{name}: only {objects} objects");
-    let out = Command::new("kubernetes-validate")
-        .arg("--strict")
-        .args(&core)
-        .output()
-        .expect("kubernetes-validate is required (scripts/test.sh installs it)");
-    let report = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{report}");
-    assert_eq!(report.matches(" passed for resource ").count(), objects, "{report}");
+    // The oldest and newest Kubernetes our users run: the guard's ValidatingWebhookConfiguration
+    // (matchConditions, GA in 1.30) included in the kitchen sink.
+    for version in ["1.33.0", "1.37.0"] {
+        let out = Command::new("kubernetes-validate")
+            .args(["--strict", "--kubernetes-version", version])
+            .args(&core)
+            .output()
+            .expect("kubernetes-validate is required (scripts/test.sh installs it)");
+        let report = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name} on {version}: {report}");
+        assert_eq!(report.matches(" passed for resource ").count(), objects, "{name} on {version}: {report}");
+    }
     std::fs::remove_dir_all(&dir).ok();
     // The two prometheus-operator kinds have no bundled schema; their shape is checked above
     // (rules equal to alerts/ and promtool-valid; the ServiceMonitor's endpoint), and
