@@ -36,8 +36,8 @@ pub enum CallError {
     Cut(String),
     #[error("nothing arrived for {}s (no event, no bookmark, no data): the connection is stalled", .0.as_secs())]
     Stalled(Duration),
-    /// `--list-mode stream` against a server that cannot stream lists.
-    #[error("the API server does not stream lists ({0}); --list-mode stream needs one that does: use auto or pages")]
+    /// A server that answered a streaming list as a plain watch.
+    #[error("the API server does not stream lists ({0}); with --list-mode auto or pages the exporter lists in pages")]
     NoStreaming(String),
     /// `at`: "field `object.metadata.name`", or the text just before the error.
     #[error("cannot decode {what}, {at}: {error}")]

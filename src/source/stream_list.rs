@@ -55,11 +55,12 @@ pub fn initial<K>(event: WatchEvent<K>) -> Result<Initial<K>, CallError> {
     })
 }
 
-/// Whether a refusal of a streaming list says the server cannot stream (an older API
-/// server, or the WatchList feature off: 400 or 422 "sendInitialEvents is forbidden"),
-/// rather than a failure a paged list would meet as well (RBAC, throttling, an outage).
-pub fn refusal_means_no_streaming(error: &CallError) -> bool {
-    matches!(error, CallError::Status { code: 400 | 405 | 406 | 415 | 422, .. })
+/// Whether a failed streaming list says the server cannot stream: it ignored the request
+/// (`NoStreaming`), or refused it as an older API server does, or one with the WatchList
+/// feature off (400 or 422 "sendInitialEvents is forbidden"); rather than a failure a
+/// paged list would meet as well (RBAC, throttling, an outage, a cut).
+pub fn cannot_stream(error: &CallError) -> bool {
+    matches!(error, CallError::NoStreaming(_) | CallError::Status { code: 400 | 405 | 406 | 415 | 422, .. })
 }
 
 #[cfg(test)]
@@ -93,14 +94,15 @@ mod tests {
     }
 
     #[test]
-    fn only_a_bad_request_falls_back_to_pages() {
+    fn only_a_bad_request_or_an_ignored_one_falls_back_to_pages() {
         let status = |code| CallError::Status { code, message: String::new(), retry_after: None };
         for code in [400, 422] {
-            assert!(refusal_means_no_streaming(&status(code)), "{code}");
+            assert!(cannot_stream(&status(code)), "{code}");
         }
+        assert!(cannot_stream(&CallError::NoStreaming("a plain bookmark came first".into())));
         for code in [401, 403, 404, 410, 429, 500, 503] {
-            assert!(!refusal_means_no_streaming(&status(code)), "{code}");
+            assert!(!cannot_stream(&status(code)), "{code}");
         }
-        assert!(!refusal_means_no_streaming(&CallError::Cut("x".into())));
+        assert!(!cannot_stream(&CallError::Cut("x".into())));
     }
 }

@@ -37,7 +37,7 @@ impl Watch {
                     self.telemetry.record_list(K::RESOURCE, ListedBy::Stream);
                     return Ok(resource_version);
                 }
-                Err(error) if *mode == ListMode::Auto && Self::cannot_stream(&error) => {
+                Err(error) if *mode == ListMode::Auto && stream_list::cannot_stream(&error) => {
                     tracing::info!(resource = K::RESOURCE.as_str(), namespace = scope.unwrap_or("*"), %error, "listing in pages from now on");
                     *mode = ListMode::Pages;
                 }
@@ -47,10 +47,6 @@ impl Watch {
         let resource_version = self.pages::<K>(endpoint, scope, idle, progress).await?;
         self.telemetry.record_list(K::RESOURCE, ListedBy::Pages);
         Ok(resource_version)
-    }
-
-    fn cannot_stream(error: &CallError) -> bool {
-        matches!(error, CallError::NoStreaming(_)) || stream_list::refusal_means_no_streaming(error)
     }
 
     /// A streaming list: a watch from "now" that sends every object first, applied as the
