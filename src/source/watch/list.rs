@@ -1,17 +1,14 @@
 //! How a watch lists, first and at each relist: streamed where the server can
 //! (`stream_list` says what its events mean), else in pages.
 
-use std::fmt::Debug;
 use std::pin::pin;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::api::WatchParams;
 use kube::runtime::watcher::Event;
-use serde::de::DeserializeOwned;
 
-use super::{Endpoint, Watch};
-use crate::index::Indexed;
+use super::{Endpoint, Listed, Watch};
 use crate::source::request::{self, CallError};
 use crate::source::stream_list::{self, Initial, ListMode};
 use crate::telemetry::ListedBy;
@@ -29,7 +26,7 @@ impl Watch {
         mode: &mut ListMode,
     ) -> Result<String, CallError>
     where
-        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+        K: Listed,
     {
         if *mode != ListMode::Pages {
             match self.stream::<K>(endpoint, scope, idle, progress).await {
@@ -60,7 +57,7 @@ impl Watch {
         progress: &mut Option<Instant>,
     ) -> Result<String, CallError>
     where
-        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+        K: Listed,
     {
         let params = WatchParams { send_initial_events: true, bookmarks: true, ..endpoint.watch.clone() };
         // An empty resourceVersion with NotOlderThan: a consistent read, as fresh as etcd.
@@ -100,7 +97,7 @@ impl Watch {
         progress: &mut Option<Instant>,
     ) -> Result<String, CallError>
     where
-        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+        K: Listed,
     {
         self.apply(scope, Event::<K>::Init);
         let mut params = endpoint.list.clone();

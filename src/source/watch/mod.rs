@@ -94,6 +94,18 @@ pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>, tele
     tasks
 }
 
+/// A resource a watch lists and watches: indexed, decoded from the API server's JSON, one of
+/// the four static kinds.
+pub(super) trait Listed:
+    Indexed + kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static
+{
+}
+
+impl<K> Listed for K where
+    K: Indexed + kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static
+{
+}
+
 /// What a watch task talks to and reports to.
 #[derive(Clone)]
 struct Watch {
@@ -170,7 +182,7 @@ impl Watch {
     /// after etcd compaction) is not counted as a failure; `Retry` says when it relists.
     async fn run<K>(self, scope: Option<String>, labels: Option<String>)
     where
-        K: Indexed + kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+        K: Listed,
     {
         let resource = K::RESOURCE;
         let endpoint = Endpoint::new::<K>(&self.config, scope.as_deref(), labels);
@@ -252,7 +264,7 @@ impl Watch {
         proof: Option<&WatchHealth>,
     ) -> Stop
     where
-        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+        K: Listed,
     {
         let mut cursor = Cursor { resource_version, silence, proof, started: Instant::now(), progressed: false };
         // Calls in a row that a proxy (or the server) closed short: each waits longer.
@@ -289,7 +301,7 @@ impl Watch {
     /// One watch call: apply its events until the server closes it (`Ok`) or it fails.
     async fn call<K>(&self, endpoint: &Endpoint, scope: Option<&str>, cursor: &mut Cursor<'_>) -> Result<(), CallError>
     where
-        K: Indexed + kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+        K: Listed,
     {
         let (version, idle) = (&cursor.resource_version, cursor.silence.limit());
         let events = request::watch::<K>(&self.client, &endpoint.url_path, &endpoint.watch, version, idle).await?;
