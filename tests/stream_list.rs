@@ -36,6 +36,13 @@ struct Run {
     fake: FakeApi,
     exporter: Exporter,
     log: PathBuf,
+    dir: PathBuf,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 impl Run {
@@ -52,7 +59,7 @@ impl Run {
         let args: Vec<&str> = ["--kubeconfig", kubeconfig.as_str()].into_iter().chain(args.iter().copied()).collect();
         let file = std::fs::File::create(&log).unwrap();
         let exporter = Exporter::spawn_logging("127.0.0.1", &args, Stdio::from(file), Some("info"));
-        Self { fake, exporter, log }
+        Self { fake, exporter, log, dir }
     }
 
     fn nodes(&self) -> Vec<String> {
