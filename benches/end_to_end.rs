@@ -8,6 +8,9 @@
 //!   cargo bench --bench end_to_end -- --smoke      small; checks the exporter's answer
 //!   either, with --apiserver-compression: the exporter asks for gzip, and this server
 //!   gzips as kube-apiserver does (responses over 128 KiB, at level 1)
+//!   either, with --stream-lists: this server streams lists as 1.34 and later do
+//!   (`sendInitialEvents`: one ADDED line per object, then the initial-events-end
+//!   bookmark); without it, it refuses them as 1.33 does and the exporter lists in pages
 //!
 //! Pages are generated as they are asked for and never held whole, so the largest
 //! cluster (65,000 nodes × 40 DaemonSets, about 8 GB of JSON) needs no more memory here
@@ -58,6 +61,8 @@ struct ListQuery {
 
 struct Server {
     shape: Shape,
+    /// Serve streaming lists (else refuse them with 422, as 1.33 does).
+    streams: bool,
     /// JSON bytes served in list pages, before any compression.
     served: AtomicU64,
     /// Bytes of those pages on the wire.
@@ -132,6 +137,45 @@ impl Kind {
     }
 }
 
+/// A streaming list: every object as an ADDED line, built 500 at a time off the runtime's
+/// threads, then the bookmark that ends them, then silence (the exporter then watches
+/// from that bookmark's resourceVersion, which stays silent too).
+fn streamed_list(server: Arc<Server>, kind: Kind) -> Response {
+    let (lines, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let (total, shape) = (kind.count(&server.shape), server.shape);
+        for start in (0..total).step_by(500) {
+            let end = (start + 500).min(total);
+            let chunk = tokio::task::spawn_blocking(move || {
+                let mut chunk = Vec::new();
+                for n in start..end {
+                    chunk.extend_from_slice(b"{\"type\":\"ADDED\",\"object\":");
+                    chunk.extend(kind.item(&shape, n));
+                    chunk.extend_from_slice(b"}\n");
+                }
+                chunk
+            })
+            .await
+            .unwrap_or_default();
+            server.served.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            server.sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            if lines.send(Ok(Bytes::from(chunk))).await.is_err() {
+                return;
+            }
+        }
+        let (api_version, list_kind) = kind.list_kind();
+        let object_kind = list_kind.trim_end_matches("List");
+        let end = format!(
+            "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"{object_kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{{\"resourceVersion\":\"{RESOURCE_VERSION}\",\"annotations\":{{\"k8s.io/initial-events-end\":\"true\"}}}}}}}}\n"
+        );
+        if lines.send(Ok(Bytes::from(end))).await.is_ok() {
+            std::future::pending::<()>().await;
+        }
+    });
+    let body = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|line| (line, rx)) });
+    Body::from_stream(body).into_response()
+}
+
 /// One page of a list, or a watch that stays open and silent.
 async fn api(
     State(server): State<Arc<Server>>,
@@ -148,6 +192,9 @@ async fn api(
     let Some(kind) = Kind::of(uri.path()) else {
         return (StatusCode::NOT_FOUND, format!("no such resource: {}", uri.path())).into_response();
     };
+    if query.send_initial_events.as_deref() == Some("true") && server.streams {
+        return streamed_list(server, kind);
+    }
     if query.send_initial_events.as_deref() == Some("true") {
         // As a 1.33 API server without the WatchList feature: the exporter lists in pages.
         let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid", "code": 422,
@@ -215,7 +262,8 @@ fn main() {
         daemonsets: value("--daemonsets").unwrap_or(if smoke { 8 } else { 40 }),
         draining_percent: 1,
     };
-    let server = Arc::new(Server { shape, served: AtomicU64::new(0), sent: AtomicU64::new(0) });
+    let streams = args.iter().any(|a| a == "--stream-lists");
+    let server = Arc::new(Server { shape, streams, served: AtomicU64::new(0), sent: AtomicU64::new(0) });
 
     // The API server, on its own runtime thread; pages are built on its blocking pool.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -268,7 +316,8 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
     // The exporter asks for gzip only when told to; this server then compresses every page
     // over the threshold, as kube-apiserver does.
-    if compression {
+    // Streamed lists are watches, which the exporter asks for uncompressed.
+    if compression && !streams {
         assert!(sent < served, "--apiserver-compression: the exporter did not ask for gzip");
     } else {
         assert_eq!(sent, served, "the exporter asked for gzip without --apiserver-compression");
@@ -276,11 +325,12 @@ fn main() {
 
     let gb = served as f64 / 1e9;
     println!(
-        "End to end: {} nodes × {} DaemonSets = {} pods, {misscheduled} misscheduled; {:.2} GB of list JSON in pages of 500, {:.2} GB on the wire\n",
+        "End to end: {} nodes × {} DaemonSets = {} pods, {misscheduled} misscheduled; {:.2} GB of list JSON {}, {:.2} GB on the wire\n",
         shape.nodes,
         shape.daemonsets,
         shape.pods(),
         gb,
+        if streams { "streamed (`sendInitialEvents`), one object a line" } else { "in pages of 500" },
         sent as f64 / 1e9
     );
     println!("| measure | result |\n|---|---|");
