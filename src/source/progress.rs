@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::source::retry::MAX_BACKOFF;
+use crate::source::retry::doubled;
 pub use crate::telemetry::WatchFailure as Failure;
 
 /// How a watch call's stream ended.
@@ -59,8 +59,7 @@ pub fn after_call(call: Call, end: End, timeout: Duration, short_before: u32) ->
         End::Failed(failure) => Next::Fail(failure),
         End::Closed if !call.progressed && call.lasted + TIMEOUT_SLACK < timeout => Next::Fail(Failure::EndedEarly),
         End::Closed if call.lasted < SHORT_CALL => {
-            let pause = MIN_CALL.saturating_mul(1 << short_before.min(16)).min(MAX_BACKOFF);
-            Next::Resume(pause.saturating_sub(call.lasted))
+            Next::Resume(doubled(MIN_CALL, short_before).saturating_sub(call.lasted))
         }
         End::Closed => Next::Resume(Duration::ZERO),
     }

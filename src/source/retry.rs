@@ -97,9 +97,14 @@ impl Retry {
 /// to as much again by the draw `jitter` in [0, 1) (client-go's jitter factor 1.0), and
 /// at most `MAX_BACKOFF`.
 pub fn backoff(failures: u32, jitter: f64) -> Duration {
-    let doubled = MIN_DELAY.saturating_mul(1 << failures.min(16));
     let jitter = if jitter.is_finite() { jitter.clamp(0.0, 1.0) } else { 0.0 };
-    doubled.mul_f64(1.0 + jitter).min(MAX_BACKOFF)
+    doubled(MIN_DELAY, failures).mul_f64(1.0 + jitter).min(MAX_BACKOFF)
+}
+
+/// `first` doubled `times` times, at most `MAX_BACKOFF`: every pause that grows with
+/// failures in a row (retries here, short watch calls in `progress`).
+pub fn doubled(first: Duration, times: u32) -> Duration {
+    first.saturating_mul(1 << times.min(16)).min(MAX_BACKOFF)
 }
 
 #[cfg(test)]
