@@ -4,7 +4,6 @@
 // The API's own type goes by its group; the bare name is the model's.
 use k8s_openapi::api::apps::v1 as apps;
 
-use super::pod::counted_node;
 use super::{Index, Indexed, Resource, Store, Stored};
 use crate::k8s::convert::{self, ConvertError};
 use crate::model::interner::Interner;
@@ -56,14 +55,7 @@ impl Stored for DaemonSet {
         if selector_changed {
             // Which pods count is decided afresh: earlier departures no longer say anything.
             state.forget_pending();
-            state.claimed.clear();
-            for pod_uid in index.owned_pods.get(&uid).into_iter().flatten() {
-                if let Some(pod) = index.pods.objects.get(pod_uid)
-                    && let Some(node) = counted_node(ds, pod)
-                {
-                    state.claim(node, &pod.uid, index.nodes.objects.len());
-                }
-            }
+            index.reclaim_owned(&uid);
         }
         // Re-adopt before refreshing, so that a node whose adopted pod stays adopted keeps
         // the moment it became misscheduled.
@@ -85,6 +77,9 @@ impl Stored for DaemonSet {
     }
 
     fn remove(index: &mut Index, uid: &Str) {
+        // Its own pods stay cached until they go, as pods of no DaemonSet.
+        let owned = index.owned_pods(uid);
+        index.uncounted_owned.entry(uid.clone()).or_default().extend(owned);
         index.state.remove(uid);
         let Some(ds) = index.daemonsets.objects.remove(uid) else { return };
         index.generation += 1;

@@ -49,14 +49,14 @@ impl Index {
             ds.clone().upsert(&mut copy);
             // A node's pods are the DaemonSet's claims there: a lookup per node, not a scan of
             // the DaemonSet's pods. A pod it owns but does not claim counts nowhere.
-            let uids: Vec<&Uid> = match touched {
+            let uids: Vec<Uid> = match touched {
                 Touched::Nodes(names) => {
                     let claimed = self.state.get(&ds.uid).map(|state| &state.claimed);
-                    names.iter().filter_map(|n| claimed?.get(n)).flatten().collect()
+                    names.iter().filter_map(|n| claimed?.get(n)).flatten().cloned().collect()
                 }
-                Touched::DaemonSet { .. } => self.owned_pods.get(&ds.uid).into_iter().flatten().collect(),
+                Touched::DaemonSet { .. } => self.owned_pods(&ds.uid),
             };
-            for pod in uids.into_iter().filter_map(|uid| self.pods.objects.get(uid)) {
+            for pod in uids.iter().filter_map(|uid| self.pods.objects.get(uid)) {
                 pod.clone().upsert(&mut copy);
             }
         }

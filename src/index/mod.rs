@@ -14,6 +14,7 @@ mod daemonset;
 mod daemonset_state;
 mod excerpt;
 mod failed_create;
+mod footprint;
 mod node;
 mod pod;
 mod resource;
@@ -29,6 +30,7 @@ use self::coverage::Verdict;
 use self::daemonset_state::DaemonSetState;
 pub use self::excerpt::Touched;
 pub use self::failed_create::{EventsRead, FailedCreateEvent};
+pub use self::footprint::Part;
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::restore::{PastLoss, Restored};
 pub use self::store::{Scope, Store};
@@ -82,8 +84,11 @@ pub struct Index {
     revisions: Store<Revision>,
     pods: Store<Pod>,
     state: FastMap<Str, DaemonSetState>,
-    /// Pods by the UID of their controller ownerReference, claimed or not.
-    owned_pods: FastMap<Str, FastSet<Uid>>,
+    /// Pods by the UID of their controller ownerReference that count on no node of it: its
+    /// DaemonSet is not cached (yet), its selector does not match them, they do not count
+    /// for status, or they name no node. Those that count are its claims: each pod with a
+    /// controller is in one of the two (`Index::owned_pods`), and the claims are most.
+    uncounted_owned: FastMap<Str, FastSet<Uid>>,
     /// Orphans a DaemonSet may adopt (no controller, not terminating), by namespace.
     orphans: FastMap<Str, FastSet<Uid>>,
     /// Orphan → the one DaemonSet that adopts it, and so counts it, in its next sync.

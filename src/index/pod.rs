@@ -73,10 +73,7 @@ impl Index {
     /// whose claim set grew.
     pub(super) fn claim(&mut self, pod: &Pod) -> Option<(Str, Str)> {
         let claimant = match &pod.controller_uid {
-            Some(owner) => {
-                self.owned_pods.entry(owner.clone()).or_default().insert(pod.uid.clone());
-                owner.clone()
-            }
+            Some(owner) => owner.clone(),
             // Terminating orphans are never adopted.
             None if pod.deletion().is_some() => return None,
             None => {
@@ -86,7 +83,13 @@ impl Index {
                 adopter
             }
         };
-        let node = counted_node(self.daemonsets.objects.get(&claimant)?, pod)?;
+        let counted = self.daemonsets.objects.get(&claimant).and_then(|ds| counted_node(ds, pod));
+        let Some(node) = counted else {
+            if let Some(owner) = &pod.controller_uid {
+                self.uncounted_owned.entry(owner.clone()).or_default().insert(pod.uid.clone());
+            }
+            return None;
+        };
         let state = self.state.entry(claimant.clone()).or_default();
         state.claim(node, &pod.uid, self.nodes.objects.len());
         Some((claimant, node.clone()))
@@ -119,14 +122,37 @@ impl Index {
         Some(Parting { owner: owner.clone(), node: node.clone(), leaves })
     }
 
+    /// The pods whose controller is `owner`: its claims but the orphans it adopted, and the
+    /// ones that count nowhere.
+    pub(super) fn owned_pods(&self, owner: &Str) -> Vec<Uid> {
+        let claimed = self.state.get(owner).into_iter().flat_map(|state| state.claimed.values().flatten());
+        let adopted = |uid: &&Uid| self.adopted_by.contains_key(*uid);
+        let uncounted = self.uncounted_owned.get(owner).into_iter().flatten();
+        claimed.filter(|uid| !adopted(uid)).chain(uncounted).cloned().collect()
+    }
+
+    /// Claims `owner`'s own pods afresh, after its selector changed (or it appeared).
+    pub(super) fn reclaim_owned(&mut self, owner: &Str) {
+        let owned = self.owned_pods(owner);
+        self.uncounted_owned.remove(owner);
+        if let Some(state) = self.state.get_mut(owner) {
+            state.claimed.clear();
+        }
+        for uid in owned {
+            if let Some(pod) = self.pods.objects.get(&uid).cloned() {
+                self.claim(&pod);
+            }
+        }
+    }
+
     /// Undoes `claim`; returns the (DaemonSet, node) whose claim set shrank.
     pub(super) fn unclaim(&mut self, pod: &Pod) -> Option<(Str, Str)> {
         let claimant = match &pod.controller_uid {
             Some(owner) => {
-                if let Some(owned) = self.owned_pods.get_mut(owner) {
-                    owned.remove(&pod.uid);
-                    if owned.is_empty() {
-                        self.owned_pods.remove(owner);
+                if let Some(uncounted) = self.uncounted_owned.get_mut(owner) {
+                    uncounted.remove(&pod.uid);
+                    if uncounted.is_empty() {
+                        self.uncounted_owned.remove(owner);
                     }
                 }
                 owner.clone()
