@@ -65,6 +65,8 @@ struct Server {
     streams: bool,
     /// JSON bytes served in list pages, before any compression.
     served: AtomicU64,
+    /// Of those, by kind (in `Kind::ALL`'s order): what the decode floors are scaled by.
+    served_by_kind: [AtomicU64; 4],
     /// Bytes of those pages on the wire.
     sent: AtomicU64,
 }
@@ -83,6 +85,8 @@ enum Kind {
 }
 
 impl Kind {
+    const ALL: [Self; 4] = [Self::Nodes, Self::DaemonSets, Self::Revisions, Self::Pods];
+
     fn of(path: &str) -> Option<Self> {
         match path {
             "/api/v1/nodes" => Some(Self::Nodes),
@@ -157,7 +161,7 @@ fn streamed_list(server: Arc<Server>, kind: Kind) -> Response {
             })
             .await
             .unwrap_or_default();
-            server.served.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            server.count_served(kind, chunk.len());
             server.sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             if lines.send(Ok(Bytes::from(chunk))).await.is_err() {
                 return;
@@ -174,6 +178,25 @@ fn streamed_list(server: Arc<Server>, kind: Kind) -> Response {
     });
     let body = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|line| (line, rx)) });
     Body::from_stream(body).into_response()
+}
+
+/// The list page of objects `range`, as this server serves it.
+fn list_page(kind: Kind, shape: &Shape, range: std::ops::Range<usize>) -> Vec<u8> {
+    let (api_version, list_kind) = kind.list_kind();
+    let total = kind.count(shape);
+    let continue_token = if range.end < total { format!(",\"continue\":\"{}\"", range.end) } else { String::new() };
+    let mut page = format!(
+        "{{\"apiVersion\":\"{api_version}\",\"kind\":\"{list_kind}\",\"metadata\":{{\"resourceVersion\":\"{RESOURCE_VERSION}\"{continue_token}}},\"items\":["
+    )
+    .into_bytes();
+    for n in range.clone() {
+        if n > range.start {
+            page.push(b',');
+        }
+        page.extend(kind.item(shape, n));
+    }
+    page.extend_from_slice(b"]}");
+    page
 }
 
 /// One page of a list, or a watch that stays open and silent.
@@ -214,19 +237,7 @@ async fn api(
     let accepts_gzip = negotiate::gzip(headers.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()));
     // Generating (and compressing) a page is CPU work: off the runtime's threads.
     let (page, raw_len, gzipped) = tokio::task::spawn_blocking(move || {
-        let (api_version, list_kind) = kind.list_kind();
-        let continue_token = if end < total { format!(",\"continue\":\"{end}\"") } else { String::new() };
-        let mut page = format!(
-            "{{\"apiVersion\":\"{api_version}\",\"kind\":\"{list_kind}\",\"metadata\":{{\"resourceVersion\":\"{RESOURCE_VERSION}\"{continue_token}}},\"items\":["
-        )
-        .into_bytes();
-        for n in start..end {
-            if n > start {
-                page.push(b',');
-            }
-            page.extend(kind.item(&shape, n));
-        }
-        page.extend_from_slice(b"]}");
+        let page = list_page(kind, &shape, start..end);
         let raw_len = page.len();
         if accepts_gzip && raw_len > GZIP_THRESHOLD_BYTES {
             let mut encoder = GzEncoder::new(Vec::with_capacity(raw_len / 8), Compression::new(1));
@@ -240,13 +251,85 @@ async fn api(
     })
     .await
     .unwrap_or_default();
-    server.served.fetch_add(raw_len as u64, Ordering::Relaxed);
+    server.count_served(kind, raw_len);
     server.sent.fetch_add(page.len() as u64, Ordering::Relaxed);
     let mut response = ([(header::CONTENT_TYPE, "application/json")], page).into_response();
     if gzipped {
         response.headers_mut().insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
     }
     response
+}
+
+impl Server {
+    fn count_served(&self, kind: Kind, bytes: usize) {
+        self.served.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.served_by_kind[kind as usize].fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+}
+
+/// Pages of each kind to time the decode floors on: up to four of 500 objects, spread
+/// over the list, so that every part of the synthetic cluster is in the sample.
+fn sample_pages(shape: &Shape, kind: Kind) -> Vec<Vec<u8>> {
+    let total = kind.count(shape);
+    let starts: Vec<usize> = (0..4).map(|i| i * total / 4).collect();
+    let mut starts = starts.into_iter().map(|s| s - s % 500).collect::<Vec<_>>();
+    starts.dedup();
+    starts.into_iter().map(|start| list_page(kind, shape, start..(start + 500).min(total))).collect()
+}
+
+/// Seconds per byte, the best of three passes over `pages`.
+fn best_of_three(pages: &[Vec<u8>], decode: impl Fn(&[u8])) -> f64 {
+    let bytes: usize = pages.iter().map(Vec::len).sum();
+    let best = (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            pages.iter().for_each(|page| decode(page));
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min);
+    best / bytes.max(1) as f64
+}
+
+/// What decoding the bytes this run served would cost, at the rates measured on samples
+/// of them: `serde_json` into `IgnoredAny` (a tokenizer's floor) and CPython's `json.loads`
+/// (the yardstick #41 sets). `None` for CPython where there is no python3.
+fn decode_floors(server: &Server, dir: &std::path::Path) -> (f64, Option<f64>) {
+    let python = "import json, sys, time\n\
+        for path in sys.argv[1:]:\n\
+        \x20   pages = [open(p, 'rb').read() for p in path.split(',')]\n\
+        \x20   best = float('inf')\n\
+        \x20   for _ in range(3):\n\
+        \x20       start = time.perf_counter()\n\
+        \x20       for page in pages: json.loads(page)\n\
+        \x20       best = min(best, time.perf_counter() - start)\n\
+        \x20   print(best / sum(len(p) for p in pages))\n";
+    let (mut floor, mut files) = (0.0, Vec::new());
+    let served = |kind: Kind| server.served_by_kind[kind as usize].load(Ordering::Relaxed) as f64;
+    for kind in Kind::ALL {
+        let pages = sample_pages(&server.shape, kind);
+        floor += served(kind)
+            * best_of_three(&pages, |page| {
+                let _: Option<serde::de::IgnoredAny> = serde_json::from_slice(page).ok();
+            });
+        let paths: Vec<String> = pages
+            .iter()
+            .enumerate()
+            .map(|(i, page)| {
+                let path = dir.join(format!("sample-{}-{i}.json", kind as usize));
+                std::fs::write(&path, page).expect("write a sample page");
+                path.display().to_string()
+            })
+            .collect();
+        files.push(paths.join(","));
+    }
+    let output = std::process::Command::new("python3").arg("-c").arg(python).args(&files).output().ok();
+    let rates: Option<Vec<f64>> = output
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.trim().parse().ok()).collect());
+    let cpython = rates
+        .filter(|rates| rates.len() == Kind::ALL.len())
+        .map(|rates| Kind::ALL.iter().zip(rates).map(|(&kind, rate)| served(kind) * rate).sum());
+    (floor, cpython)
 }
 
 fn mib(kib: u64) -> f64 {
@@ -263,7 +346,13 @@ fn main() {
         draining_percent: 1,
     };
     let streams = args.iter().any(|a| a == "--stream-lists");
-    let server = Arc::new(Server { shape, streams, served: AtomicU64::new(0), sent: AtomicU64::new(0) });
+    let server = Arc::new(Server {
+        shape,
+        streams,
+        served: AtomicU64::new(0),
+        served_by_kind: Default::default(),
+        sent: AtomicU64::new(0),
+    });
 
     // The API server, on its own runtime thread; pages are built on its blocking pool.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -303,6 +392,8 @@ fn main() {
     http::wait_ok(exporter.port, "/readyz", Duration::from_secs(1800));
     let wall = started.elapsed();
     let (cpu, rss_synced) = (process::cpu_seconds(pid), mib(process::rss_kib(pid)));
+    // The high-water mark so far: the initial sync's peak.
+    let rss_peak = mib(process::peak_rss_kib(pid));
     std::thread::sleep(Duration::from_secs(3));
     let rss_idle = mib(process::rss_kib(pid));
     let served = server.served.load(Ordering::Relaxed);
@@ -313,6 +404,7 @@ fn main() {
     let misscheduled =
         metrics.lines().filter(|l| l.starts_with("daemonset_misscheduled_pod_info{") && l.ends_with(" 1")).count();
     assert_eq!(misscheduled, shape.expected_misscheduled_pods(), "the exporter's answer is wrong");
+    let (floor, cpython) = decode_floors(&server, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     // The exporter asks for gzip only when told to; this server then compresses every page
     // over the threshold, as kube-apiserver does.
@@ -343,6 +435,21 @@ fn main() {
     );
     println!("| list JSON read per exporter CPU second | {:.0} MB/s |", served as f64 / 1e6 / cpu.max(0.01));
     println!("| exporter RSS when ready / 3 s later | {rss_synced:.1} MiB / {rss_idle:.1} MiB |");
+    println!(
+        "| exporter peak RSS during the initial sync (VmHWM) / 3 s later | {rss_peak:.1} MiB / {rss_idle:.1} MiB = {:.2}× (target ≤ 1.25×) |",
+        rss_peak / rss_idle.max(0.1)
+    );
+    println!(
+        "| floor: `serde_json` into `IgnoredAny` over the same bytes (sampled, same run) | {floor:.2} s; exporter = {:.1}× |",
+        cpu / floor.max(1e-6)
+    );
+    match cpython {
+        Some(cpython) => println!(
+            "| CPython `json.loads` over the same bytes (sampled, same run) | {cpython:.2} s; exporter = {:.2}× (target ≤ 0.2×) |",
+            cpu / cpython.max(1e-6)
+        ),
+        None => println!("| CPython `json.loads` over the same bytes | not measured: no python3 on PATH |"),
+    }
     if smoke {
         println!("\nsmoke run: the answer checked, no targets at this size");
     }

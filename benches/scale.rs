@@ -277,7 +277,7 @@ fn under_load<S>(
 
 /// One measure: its value (for the growth between scales), as shown, and its target.
 struct Row {
-    what: &'static str,
+    what: std::borrow::Cow<'static, str>,
     value: f64,
     measured: String,
     target: String,
@@ -285,8 +285,8 @@ struct Row {
 }
 
 impl Row {
-    fn new(what: &'static str, value: f64, measured: String) -> Self {
-        Self { what, value, measured, target: String::new(), met: None }
+    fn new(what: impl Into<std::borrow::Cow<'static, str>>, value: f64, measured: String) -> Self {
+        Self { what: what.into(), value, measured, target: String::new(), met: None }
     }
 
     fn target(self, target: impl Into<String>, met: bool) -> Self {
@@ -480,6 +480,15 @@ fn main() {
     rows.push(Row::new("of which: RSS growth per node, after the node list", per_node, format!("{per_node:.0} B")));
     let per_pod = purged.saturating_sub(baseline) as f64 / pods as f64;
     rows.push(Row::new("RSS growth per daemon pod, idle (all objects included)", per_pod, format!("{per_pod:.0} B")));
+    // Where those bytes go, as the index estimates its own structures.
+    for part in index.footprint() {
+        let (per, unit) = if part.name.starts_with("node") {
+            (part.bytes as f64 / shape.nodes as f64, "node")
+        } else {
+            (part.bytes as f64 / pods as f64, "daemon pod")
+        };
+        rows.push(Row::new(format!("of which (estimated): {}, per {unit}", part.name), per, format!("{per:.0} B")));
+    }
 
     // Scrapes under concurrent load.
     let shared = Arc::new(Shared::new(index));

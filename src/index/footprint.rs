@@ -1,0 +1,125 @@
+//! Where the index's bytes go: an estimate per structure, from the tables' capacities and
+//! jemalloc's size classes, for the benchmark to show per daemon pod and per node. It
+//! counts what each structure holds for itself; shared strings and label sets are the
+//! interner's, and the allocator's own overhead and free pages are not here (the
+//! benchmark's RSS rows have them).
+
+use std::mem::size_of;
+
+use smallvec::SmallVec;
+
+use super::Index;
+use crate::model::{FieldOwner, Node, Pod, Str, Taint, Uid};
+use crate::rules::eligibility::Skip;
+
+/// One structure's estimated heap bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Part {
+    pub name: &'static str,
+    pub bytes: usize,
+}
+
+impl Index {
+    /// The estimated heap bytes of each structure that grows with the pods or the nodes.
+    pub fn footprint(&self) -> Vec<Part> {
+        let pods = &self.pods.objects;
+        let states = || self.state.values();
+        let names: usize = pods.values().map(|pod| arc_str_bytes(&pod.id.name)).sum();
+        let spilled: usize = states()
+            .flat_map(|s| s.claimed.values())
+            .filter(|uids| uids.spilled())
+            .map(|uids| size_class(uids.capacity() * size_of::<Uid>()))
+            .sum();
+        let node_bytes: usize = self.nodes.objects.values().map(|node| node_heap(node)).sum();
+        vec![
+            Part { name: "pod cache: table by UID", bytes: table::<Uid, Box<Pod>>(pods.capacity()) },
+            Part { name: "pod cache: the boxed pods", bytes: pods.len() * size_class(size_of::<Pod>()) },
+            Part { name: "pod names (one allocation each)", bytes: names },
+            Part {
+                name: "claims: per DaemonSet, pods by node",
+                bytes: states().map(|s| table::<Str, SmallVec<[Uid; 1]>>(s.claimed.capacity())).sum::<usize>()
+                    + spilled,
+            },
+            Part {
+                name: "owned pods that count nowhere",
+                bytes: self.uncounted_owned.values().map(|uids| set::<Uid>(uids.capacity())).sum(),
+            },
+            Part {
+                name: "per DaemonSet: skipped nodes and their counts",
+                bytes: states().map(|s| table::<Str, Skip>(s.skips.capacity())).sum(),
+            },
+            Part {
+                name: "node cache: table and boxed nodes",
+                bytes: table::<Str, Box<Node>>(self.nodes.objects.capacity())
+                    + self.nodes.objects.len() * size_class(size_of::<Node>()),
+            },
+            Part { name: "node cache: each node's own vectors", bytes: node_bytes },
+        ]
+    }
+}
+
+/// A node's own allocations: its taint and key lists and its field owners.
+fn node_heap(node: &Node) -> usize {
+    let vec = |len: usize, each: usize| if len == 0 { 0 } else { size_class(len * each) };
+    vec(node.taints.capacity(), size_of::<Taint>())
+        + vec(node.nfd_label_keys.capacity(), size_of::<Str>())
+        + vec(node.nfd_taint_keys.capacity(), size_of::<Str>())
+        + vec(node.managers.owners.capacity(), size_of::<FieldOwner>())
+        + node.managers.owners.iter().map(|o| vec(o.labels.len(), size_of::<Str>())).sum::<usize>()
+        + vec(node.managers.taint_added_by.capacity(), size_of::<(Str, Str)>())
+        + vec(node.managers.label_removed_by.capacity(), size_of::<(Str, Str)>())
+}
+
+/// A `str` behind an `Arc` that nothing else holds: its allocation (two counts and the text).
+fn arc_str_bytes(text: &Str) -> usize {
+    if std::sync::Arc::strong_count(text) > 1 { 0 } else { size_class(2 * size_of::<usize>() + text.len()) }
+}
+
+/// A hashbrown table of `capacity` items: its buckets, one control byte each, and a group.
+fn table<K, V>(capacity: usize) -> usize {
+    let buckets = buckets(capacity);
+    if buckets == 0 { 0 } else { size_class(buckets * (size_of::<(K, V)>() + 1) + 16) }
+}
+
+fn set<T>(capacity: usize) -> usize {
+    table::<T, ()>(capacity)
+}
+
+/// The bucket count behind a capacity (hashbrown keeps 7/8 of the buckets usable, all of
+/// them below 8).
+fn buckets(capacity: usize) -> usize {
+    match capacity {
+        0 => 0,
+        c if c < 8 => (c + 1).next_power_of_two(),
+        c => (c * 8 / 7).next_power_of_two(),
+    }
+}
+
+/// jemalloc's size class for an allocation of `n` bytes: 8 and 16, then four classes per
+/// doubling.
+fn size_class(n: usize) -> usize {
+    if n <= 16 {
+        return if n <= 8 { 8 } else { 16 };
+    }
+    if n <= 128 {
+        return n.div_ceil(16) * 16;
+    }
+    let step = n.next_power_of_two() / 8;
+    n.div_ceil(step) * step
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_are_jemallocs() {
+        let classes: Vec<usize> = [1, 9, 17, 100, 128, 129, 160, 161, 257, 1000].map(size_class).to_vec();
+        assert_eq!(classes, [8, 16, 32, 112, 128, 160, 160, 192, 320, 1024]);
+    }
+
+    #[test]
+    fn buckets_follow_hashbrowns_load_factor() {
+        assert_eq!([0, 1, 3, 7, 14, 28, 57_344, 57_345].map(buckets), [0, 2, 4, 8, 16, 32, 65_536, 131_072]);
+    }
+}
