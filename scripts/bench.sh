@@ -5,7 +5,7 @@
 #     - in-process at the largest scale: 65,000 nodes x 40 DaemonSets, 2,600,000 pods
 #       (~3 min, ~1.5 GiB; LARGE_NODES=0 skips it)
 #     - end to end: the release exporter lists 200,000 and 2,600,000 pods over loopback HTTP
-#       from a paginating API server in the bench, with and without gzip, and streamed (~12 min)
+#       from a paginating API server in the bench, with and without gzip, streamed, and both (~16 min)
 #     - live on the lab (tests/lab/lab.sh): 1,000 KWOK nodes x 20 DaemonSets, 64 scrapers, 60 s of churn
 #     - the churn soak: 200 nodes x 20 DaemonSets, 64 scrapers, 600 s of churn (CHURN_SECONDS)
 #     - beside kube-state-metrics on the lab's real API server: 2,000 KWOK nodes x 10 DaemonSets
@@ -34,7 +34,7 @@ fi
 end_to_end=""
 for nodes in 5000 "${LARGE_NODES:-65000}"; do
   [ "$nodes" != 0 ] || continue
-  for compression in "" --apiserver-compression --stream-lists; do
+  for compression in "" --apiserver-compression --stream-lists "--stream-lists --apiserver-compression"; do
     end_to_end+=$'\n\n'$(cargo bench --locked --bench end_to_end -- --nodes "$nodes" --daemonsets 40 $compression |
       sed -n '/^End to end:/,$p')
   done

@@ -24,6 +24,7 @@ use misschedule_exporter::report::scope::Origin;
 use misschedule_exporter::report::text::{self, Output};
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::source::connect;
+use misschedule_exporter::source::request::Compression;
 use misschedule_exporter::source::snapshot::{self, Snapshot};
 use misschedule_exporter::source::stream_list::ListMode;
 use misschedule_exporter::source::watch;
@@ -113,8 +114,8 @@ struct Source {
     #[arg(long, env = "MISSCHEDULE_USE_APISERVER_CACHE", conflicts_with = "list_page_size")]
     use_apiserver_cache: bool,
 
-    /// Ask the API server to gzip its large responses (lists over 128 KiB), as Kubernetes
-    /// clients do unless told not to. Off by default: in a cluster the bytes are cheap and
+    /// Ask the API server to gzip its large responses (paged lists over 128 KiB, and
+    /// streamed lists), as Kubernetes clients do unless told not to. Off by default: in a cluster the bytes are cheap and
     /// the compression costs CPU at both ends; at 2,600,000 pods inflating the lists added
     /// about a quarter to this exporter's CPU to ready (docs/benchmarks.md). For a slow or
     /// metered link, turn it on. A kubeconfig's `disable-compression: true` still turns it off.
@@ -245,7 +246,7 @@ async fn run(cli: Cli) -> Outcome {
     let mut token_review = None;
     let mut events_client = None;
     let (shared, origin) = if live {
-        let (client, server) = connect(source).await?;
+        let (client, server, compression) = connect(source).await?;
         if cli.events {
             events_client = Some(client.clone());
         }
@@ -258,6 +259,7 @@ async fn run(cli: Cli) -> Outcome {
             page_size: source.list_page_size,
             from_apiserver_cache: source.use_apiserver_cache,
             list_mode: source.list_mode,
+            compression,
             stall_after: Duration::from_secs(source.watch_stall_seconds.into()),
             ..watch::WatchConfig::new(source.namespace.clone(), source.classification.pod_selector.clone())
         };
@@ -341,13 +343,13 @@ async fn run(cli: Cli) -> Outcome {
     Ok(Exit::Success)
 }
 
-/// A client, and the API server's address an answer names.
-async fn connect(source: &Source) -> Result<(kube::Client, String), (Exit, anyhow::Error)> {
+/// A client, the API server's address an answer names, and whether the watches ask for gzip.
+async fn connect(source: &Source) -> Result<(kube::Client, String, Compression), (Exit, anyhow::Error)> {
     let mut config =
         connect::config(source.kubeconfig.as_deref(), source.context.as_deref()).await.map_err(cli::connect_failure)?;
-    config.disable_compression |= !source.apiserver_compression;
+    let compression = connect::watch_compression(&mut config, source.apiserver_compression);
     let server = connect::server(&config);
-    Ok((connect::client(config).await.map_err(cli::connect_failure)?, server))
+    Ok((connect::client(config).await.map_err(cli::connect_failure)?, server, compression))
 }
 
 /// `explain`: one list of the cluster (or the snapshot) and one answer, failing in seconds

@@ -1,7 +1,8 @@
 //! Streaming lists (`--list-mode`) against the fake API server (`support::fakeapi`): a server
 //! that streams, one that refuses (as without the WatchList feature), one that ignores the
-//! request (a plain watch), and a stream cut midway. What was fetched is read from the
-//! fake's own request log, what the exporter made of it from its metrics.
+//! request (a plain watch), and a stream cut midway; gzipped one member per event, as 1.37
+//! does, where the exporter asks for gzip. What was fetched is read from the fake's own
+//! request log, what the exporter made of it from its metrics.
 
 mod support;
 
@@ -51,6 +52,8 @@ impl Run {
         std::fs::create_dir_all(&dir).unwrap();
         let fake = FakeApi::start(objects(), Duration::from_secs(1)).await;
         fake.streaming(streaming);
+        // As 1.37: gzipped for a client that asks (only --apiserver-compression does).
+        fake.gzip_watches(true);
         if let Some(fault) = fault {
             fake.fault(Some("nodes"), fault);
         }
@@ -117,6 +120,19 @@ async fn a_server_that_streams_is_listed_by_streaming_and_never_paged() {
     }
     assert_eq!(run.lists("pods", "stream"), 1.0);
     assert_eq!(run.lists("pods", "pages"), 0.0);
+    assert!(run.fake.seen().iter().all(|s| !s.gzipped), "gzip without --apiserver-compression");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gzipped_streams_are_read_past_their_first_member() {
+    let run = Run::start("gzip", Streaming::Serve, None, &["--apiserver-compression"]).await;
+    // The list's objects, its end bookmark and the changes after it: a gzip member each.
+    run.answers_and_follows().await;
+    for resource in RESOURCES {
+        let seen: Vec<Seen> = run.fake.seen().into_iter().filter(|s| s.resource == resource).collect();
+        assert!(seen.iter().all(|s| s.gzipped), "{resource}: not all gzipped: {seen:?}");
+        assert_eq!(run.lists(resource, "stream"), 1.0, "{resource}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::source::advice;
+use crate::source::request::Compression;
 
 /// How long the API server may take to answer the first request.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -73,6 +74,16 @@ pub fn version_warning(major: &str, minor: &str) -> Option<String> {
 }
 
 /// The API server's address as an answer names it: `https://host:6443`.
+/// Whether the watch edge asks for gzip: asked for, and not turned off by the kubeconfig's
+/// `disable-compression`. Either way the client is told not to inflate: the watch edge
+/// inflates what it asked for itself, since the client's layer reads only the first gzip
+/// member of a streamed list. The client's other calls are small.
+pub fn watch_compression(config: &mut kube::Config, asked: bool) -> Compression {
+    let compression = if asked && !config.disable_compression { Compression::Gzip } else { Compression::Identity };
+    config.disable_compression = true;
+    compression
+}
+
 pub fn server(config: &kube::Config) -> String {
     config.cluster_url.to_string().trim_end_matches('/').to_owned()
 }

@@ -1,6 +1,8 @@
 //! The two calls a watch makes, list pages and watch streams, sent through kube's client
 //! but read here: kube's own watch stream ends quietly when a response is cut mid-line and
 //! hides the status and Retry-After of a refusal, and the retry policy needs all three.
+//! Gzip is asked for and inflated here too (`Compression`), because the client's layer
+//! inflates only the first gzip member of a watch, and 1.37 gzips each event as one.
 
 use std::time::Duration;
 
@@ -11,7 +13,8 @@ use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube::client::Body;
 use kube::core::{Request, Status};
 use serde::de::DeserializeOwned;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio::io::AsyncRead;
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 use tokio_util::io::StreamReader;
 
 use super::advice;
@@ -69,16 +72,46 @@ impl CallError {
     }
 }
 
+/// Whether the calls ask the API server to gzip its answers (`--apiserver-compression`). The
+/// client they go through must not inflate them itself (`Config::disable_compression`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compression {
+    #[default]
+    Identity,
+    Gzip,
+}
+
+impl Compression {
+    fn accept(self) -> http::HeaderValue {
+        http::HeaderValue::from_static(match self {
+            Self::Identity => "identity",
+            Self::Gzip => "gzip",
+        })
+    }
+}
+
+fn ask(request: &mut http::Request<Vec<u8>>, compression: Compression) {
+    request.headers_mut().insert(http::header::ACCEPT_ENCODING, compression.accept());
+}
+
+fn gzipped(response: &http::Response<Body>) -> bool {
+    response.headers().get(http::header::CONTENT_ENCODING).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
+}
+
 /// One page of a list. `idle`: the longest wait for the answer to begin, and then between
 /// two pieces of it, before the call counts as stalled (kube's client has no read timeout).
 pub async fn list_page<K: DeserializeOwned + Clone>(
     client: &Client,
     url_path: &str,
     params: &ListParams,
+    compression: Compression,
     idle: Duration,
 ) -> Result<ObjectList<K>, CallError> {
-    let request = Request::new(url_path).list(params).map_err(|e| CallError::Unreachable(e.to_string()))?;
-    let mut body = send(client, request, idle).await?.into_body();
+    let mut request = Request::new(url_path).list(params).map_err(|e| CallError::Unreachable(e.to_string()))?;
+    ask(&mut request, compression);
+    let response = send(client, request, idle).await?;
+    let inflate = gzipped(&response);
+    let mut body = response.into_body();
     let mut bytes = Vec::new();
     loop {
         let frame = tokio::time::timeout(idle, body.frame()).await.map_err(|_| CallError::Stalled(idle))?;
@@ -92,6 +125,13 @@ pub async fn list_page<K: DeserializeOwned + Clone>(
             }
         }
     }
+    if inflate {
+        let mut inflated = Vec::with_capacity(bytes.len() * 8);
+        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut inflated).map_err(
+            |error| CallError::Malformed { what: "the list", at: "its gzip body".into(), error: error.to_string() },
+        )?;
+        bytes = inflated;
+    }
     decode(&bytes, "the list", locate::<ObjectList<K>>)
 }
 
@@ -102,20 +142,30 @@ pub async fn watch<K: DeserializeOwned + Clone>(
     url_path: &str,
     params: &WatchParams,
     resource_version: &str,
+    compression: Compression,
     idle: Duration,
 ) -> Result<impl Stream<Item = Result<WatchEvent<K>, CallError>> + use<K>, CallError> {
     let mut request =
         Request::new(url_path).watch(params, resource_version).map_err(|e| CallError::Unreachable(e.to_string()))?;
-    // As kube's own watch: Kubernetes 1.37 gzips a watch one member per event, which the
-    // client's decompression layer does not read past the first (tower-rs/tower-http#737).
-    request.headers_mut().insert(http::header::ACCEPT_ENCODING, http::HeaderValue::from_static("identity"));
+    ask(&mut request, compression);
     let response = send(client, request, idle).await?;
-    let bytes = response.into_body().into_data_stream().map_err(std::io::Error::other);
-    let lines = FramedRead::new(StreamReader::new(bytes), LinesCodec::new_with_max_length(MAX_LINE));
+    let inflate = gzipped(&response);
+    let bytes = StreamReader::new(response.into_body().into_data_stream().map_err(std::io::Error::other));
+    let body: Box<dyn AsyncRead + Send + Unpin> = if inflate {
+        // Kubernetes 1.37 flushes each event as a gzip member of its own.
+        let mut members = async_compression::tokio::bufread::GzipDecoder::new(bytes);
+        members.multiple_members(true);
+        Box::new(members)
+    } else {
+        Box::new(bytes)
+    };
+    // Split as bytes: the decoder checks the UTF-8 of the strings it keeps, not of every line.
+    let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), MAX_LINE);
+    let lines = FramedRead::new(body, codec);
     Ok(lines.map(|line| match line {
-        Ok(line) => decode(line.as_bytes(), "a watch event", locate_in_event::<K>),
-        Err(LinesCodecError::Io(error)) => Err(CallError::Cut(error.to_string())),
-        Err(LinesCodecError::MaxLineLengthExceeded) => Err(CallError::Malformed {
+        Ok(line) => decode(&line, "a watch event", locate_in_event::<K>),
+        Err(AnyDelimiterCodecError::Io(error)) => Err(CallError::Cut(error.to_string())),
+        Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => Err(CallError::Malformed {
             what: "a watch event",
             at: "the whole line".into(),
             error: format!("longer than {MAX_LINE} bytes"),

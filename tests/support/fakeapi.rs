@@ -67,6 +67,8 @@ pub struct Seen {
     pub watch: bool,
     /// A watch that asked for its initial events: a streaming list.
     pub streamed_list: bool,
+    /// Its answer was gzipped (`gzip_watches`, and the client accepted gzip).
+    pub gzipped: bool,
     pub at: Instant,
 }
 
@@ -79,6 +81,8 @@ struct State {
     history: Vec<(u64, &'static str, &'static str, Value)>,
     faults: BTreeMap<&'static str, Fault>,
     streaming: Streaming,
+    /// Gzip watches for clients that accept it, one member per event, as 1.37 does.
+    gzip_watches: bool,
     /// Bumped by each new fault: open watches close, as when a proxy or API server restarts.
     epoch: u64,
     seen: Vec<Seen>,
@@ -188,6 +192,12 @@ impl FakeApi {
         self.state.lock().unwrap().streaming = streaming;
     }
 
+    /// Gzip watches (and streamed lists) for clients that accept gzip, each event a gzip
+    /// member of its own, as Kubernetes 1.37 does.
+    pub fn gzip_watches(&self, on: bool) {
+        self.state.lock().unwrap().gzip_watches = on;
+    }
+
     pub fn clear(&self) {
         self.state.lock().unwrap().faults.clear();
     }
@@ -218,6 +228,7 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, changes: broadcast::
         if stream.read_line(&mut request_line).await.unwrap_or(0) == 0 {
             return;
         }
+        let mut accepts_gzip = false;
         loop {
             let mut header = String::new();
             if stream.read_line(&mut header).await.unwrap_or(0) == 0 {
@@ -226,9 +237,11 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, changes: broadcast::
             if header == "\r\n" {
                 break;
             }
+            let header = header.to_ascii_lowercase();
+            accepts_gzip |= header.starts_with("accept-encoding:") && header.contains("gzip");
         }
         let target = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
-        let keep_open = respond(stream.get_mut(), &target, &state, &changes).await;
+        let keep_open = respond(stream.get_mut(), &target, accepts_gzip, &state, &changes).await;
         if !keep_open {
             return;
         }
@@ -244,6 +257,7 @@ fn query(target: &str) -> BTreeMap<String, String> {
 async fn respond(
     stream: &mut TcpStream,
     target: &str,
+    accepts_gzip: bool,
     state: &Arc<Mutex<State>>,
     changes: &broadcast::Sender<()>,
 ) -> bool {
@@ -258,10 +272,11 @@ async fn respond(
     let params = query(target);
     let watch = params.get("watch").is_some_and(|w| w == "true" || w == "1");
     let streamed_list = watch && params.get("sendInitialEvents").is_some_and(|v| v == "true");
-    let (fault, streaming) = {
+    let (fault, streaming, gzip) = {
         let mut state = state.lock().unwrap();
-        state.seen.push(Seen { resource: resource.into(), watch, streamed_list, at: Instant::now() });
-        (state.faults.get(resource).cloned(), state.streaming)
+        let gzipped = watch && accepts_gzip && state.gzip_watches;
+        state.seen.push(Seen { resource: resource.into(), watch, streamed_list, gzipped, at: Instant::now() });
+        (state.faults.get(resource).cloned(), state.streaming, Gzip(gzipped))
     };
     let throttled = matches!(fault, Some(Fault::Status { .. }));
     if streamed_list && streaming == Streaming::Refuse && !throttled {
@@ -293,12 +308,12 @@ async fn respond(
             let changes = changes.subscribe();
             let served = streamed_list && streaming == Streaming::Serve;
             if served {
-                let Some(version) = initial_events(stream, state, resource, &params, fault.as_ref()).await else {
+                let Some(version) = initial_events(stream, gzip, state, resource, &params, fault.as_ref()).await else {
                     return false;
                 };
                 since = version;
             }
-            watch_stream(stream, state, changes, resource, since, timeout, fault, served).await;
+            watch_stream(stream, gzip, state, changes, resource, since, timeout, fault, served).await;
             false
         }
     }
@@ -336,28 +351,29 @@ fn list_body(state: &Arc<Mutex<State>>, resource: &str, params: &BTreeMap<String
 /// them. The resourceVersion the watch goes on from, or `None` once the connection is done.
 async fn initial_events(
     stream: &mut TcpStream,
+    gzip: Gzip,
     state: &Arc<Mutex<State>>,
     resource: &'static str,
     params: &BTreeMap<String, String>,
     fault: Option<&Fault>,
 ) -> Option<u64> {
-    if stream.write_all(head(200, &[], true).as_bytes()).await.is_err() {
+    if stream.write_all(gzip.head().as_bytes()).await.is_err() {
         return None;
     }
     let (items, version) = current(state, resource, params);
     for (i, object) in items.into_iter().enumerate() {
         let line = json!({"type": "ADDED", "object": object}).to_string() + "\n";
         if fault == Some(&Fault::CutStreamedList) && i == 1 {
-            chunk(stream, &line[..line.len() / 2]).await;
+            gzip.chunk(stream, &line[..line.len() / 2]).await;
             return None;
         }
-        if !chunk(stream, &line).await {
+        if !gzip.chunk(stream, &line).await {
             return None;
         }
     }
     let end = json!({"type": "BOOKMARK", "object": {"kind": kind_of(resource), "apiVersion": "v1",
         "metadata": {"resourceVersion": version.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}}});
-    chunk(stream, &(end.to_string() + "\n")).await.then_some(version)
+    gzip.chunk(stream, &(end.to_string() + "\n")).await.then_some(version)
 }
 
 fn head(code: u16, headers: &[(&str, String)], chunked: bool) -> String {
@@ -382,12 +398,37 @@ async fn chunk(stream: &mut TcpStream, data: &str) -> bool {
     stream.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes()).await.is_ok()
 }
 
+/// A watch answer gzipped or not; gzipped, each piece written is a gzip member of its own.
+#[derive(Clone, Copy)]
+struct Gzip(bool);
+
+impl Gzip {
+    fn head(self) -> String {
+        let encoding = [("Content-Encoding", "gzip".to_owned())];
+        head(200, if self.0 { &encoding } else { &[] }, true)
+    }
+
+    async fn chunk(self, stream: &mut TcpStream, data: &str) -> bool {
+        if !self.0 {
+            return chunk(stream, data).await;
+        }
+        let mut member = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut member, data.as_bytes()).unwrap();
+        let member = member.finish().unwrap();
+        let mut framed = format!("{:x}\r\n", member.len()).into_bytes();
+        framed.extend_from_slice(&member);
+        framed.extend_from_slice(b"\r\n");
+        stream.write_all(&framed).await.is_ok()
+    }
+}
+
 /// A watch from `since`: past changes after it, then each new one, with a bookmark on
 /// every empty change, until `timeout` seconds (a clean end) or a fault. `headed`: a
 /// streamed list sent the response's head already.
 #[allow(clippy::too_many_arguments)]
 async fn watch_stream(
     stream: &mut TcpStream,
+    gzip: Gzip,
     state: &Arc<Mutex<State>>,
     mut changes: broadcast::Receiver<()>,
     resource: &'static str,
@@ -396,7 +437,7 @@ async fn watch_stream(
     fault: Option<Fault>,
     headed: bool,
 ) {
-    if !headed && stream.write_all(head(200, &[], true).as_bytes()).await.is_err() {
+    if !headed && stream.write_all(gzip.head().as_bytes()).await.is_err() {
         return;
     }
     match fault {
@@ -408,19 +449,19 @@ async fn watch_stream(
         }
         Some(Fault::CutWatch) => {
             let line = json!({"type": "MODIFIED", "object": {"kind": "x", "metadata": {"name": "cut"}}}).to_string();
-            chunk(stream, &line[..line.len() / 2]).await;
+            gzip.chunk(stream, &line[..line.len() / 2]).await;
             return;
         }
         Some(Fault::Gone | Fault::CutList | Fault::StallList) => {
             let line = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                 "message": format!("too old resource version: {since}"), "reason": "Expired", "code": 410}});
-            chunk(stream, &(line.to_string() + "\n")).await;
+            gzip.chunk(stream, &(line.to_string() + "\n")).await;
             return;
         }
         Some(Fault::Malformed) => {
             let line = json!({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": kind_of(resource),
                 "metadata": {"name": ["not", "a", "name"]}}});
-            chunk(stream, &(line.to_string() + "\n")).await;
+            gzip.chunk(stream, &(line.to_string() + "\n")).await;
             // Then nothing: the exporter must not wait for more.
             tokio::time::sleep(Duration::from_secs(3600)).await;
             return;
@@ -452,14 +493,14 @@ async fn watch_stream(
         };
         let quiet = events.is_empty();
         for line in events {
-            if !chunk(stream, &line).await {
+            if !gzip.chunk(stream, &line).await {
                 return;
             }
         }
         if quiet {
             let bookmark = json!({"type": "BOOKMARK", "object": {"kind": kind_of(resource), "apiVersion": "v1",
                 "metadata": {"resourceVersion": version.to_string()}}});
-            if !chunk(stream, &(bookmark.to_string() + "\n")).await {
+            if !gzip.chunk(stream, &(bookmark.to_string() + "\n")).await {
                 return;
             }
         }

@@ -61,7 +61,8 @@ impl Watch {
     {
         let params = WatchParams { send_initial_events: true, bookmarks: true, ..endpoint.watch.clone() };
         // An empty resourceVersion with NotOlderThan: a consistent read, as fresh as etcd.
-        let events = request::watch::<K>(&self.client, &endpoint.url_path, &params, "", idle).await?;
+        let events =
+            request::watch::<K>(&self.client, &endpoint.url_path, &params, "", self.config.compression, idle).await?;
         let mut events = pin!(events);
         self.apply(scope, Event::<K>::Init);
         loop {
@@ -102,7 +103,9 @@ impl Watch {
         self.apply(scope, Event::<K>::Init);
         let mut params = endpoint.list.clone();
         loop {
-            let page = request::list_page::<K>(&self.client, &endpoint.url_path, &params, idle).await?;
+            let page =
+                request::list_page::<K>(&self.client, &endpoint.url_path, &params, self.config.compression, idle)
+                    .await?;
             *progress = Some(Instant::now());
             for object in page.items {
                 self.apply(scope, Event::InitApply(object));

@@ -22,7 +22,7 @@ use crate::k8s::slim::{SlimNode, SlimPod};
 use crate::shared::{Shared, WatchHealth};
 use crate::source::burst::Burst;
 use crate::source::progress::{Call, End, Failure, Next, Silence, after_call, is_short};
-use crate::source::request::{self, CallError};
+use crate::source::request::{self, CallError, Compression};
 use crate::source::retry::{Attempt, Retry};
 use crate::source::stream_list::ListMode;
 use crate::telemetry::{EventType, Telemetry};
@@ -60,6 +60,9 @@ pub struct WatchConfig {
     pub stall_after: Duration,
     /// Streamed lists, paged ones, or streamed where the server can.
     pub list_mode: ListMode,
+    /// Ask for gzipped lists and watches (`--apiserver-compression`). The client must leave
+    /// them compressed: `request` inflates them.
+    pub compression: Compression,
 }
 
 impl WatchConfig {
@@ -73,6 +76,7 @@ impl WatchConfig {
             from_apiserver_cache: false,
             stall_after: Duration::from_secs(DEFAULT_STALL_SECONDS.into()),
             list_mode: ListMode::Auto,
+            compression: Compression::Identity,
         }
     }
 }
@@ -304,7 +308,15 @@ impl Watch {
         K: Listed,
     {
         let (version, idle) = (&cursor.resource_version, cursor.silence.limit());
-        let events = request::watch::<K>(&self.client, &endpoint.url_path, &endpoint.watch, version, idle).await?;
+        let events = request::watch::<K>(
+            &self.client,
+            &endpoint.url_path,
+            &endpoint.watch,
+            version,
+            self.config.compression,
+            idle,
+        )
+        .await?;
         let mut events = pin!(events);
         loop {
             let limit = cursor.silence.limit();
