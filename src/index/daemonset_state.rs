@@ -2,10 +2,10 @@
 //! misscheduled nodes with when each became so, and the nodes it lost.
 
 use std::collections::BTreeMap;
-
-use smallvec::SmallVec;
+use std::collections::hash_map::Entry;
 
 use super::Since;
+use super::claimed::ClaimedPods;
 use super::coverage::{self, Flap, Loss, Pair, Step, Verdict};
 use crate::model::{FastMap, Pod, Str, Timestamp, Uid};
 use crate::rules::eligibility::{Skip, SkipReason};
@@ -18,7 +18,7 @@ pub(super) struct DaemonSetState {
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
     pub(super) skip_counts: FastMap<(SkipReason, Str), u32>,
     /// Claimed pods by target node: almost always one, kept inline.
-    pub(super) claimed: FastMap<Str, SmallVec<[Uid; 1]>>,
+    pub(super) claimed: FastMap<Str, ClaimedPods>,
     /// Nodes that exist, are skipped, and have a claimed pod.
     pub(super) misscheduled: BTreeMap<Str, Since>,
     /// Nodes that exist and are skipped, whose last pod went while misscheduled (`coverage`).
@@ -46,7 +46,12 @@ impl DaemonSetState {
             let should_run_on = nodes.saturating_sub(self.skips.len());
             self.claimed.reserve(should_run_on.saturating_sub(self.claimed.len()));
         }
-        self.claimed.entry(node.clone()).or_default().push(pod.clone());
+        match self.claimed.entry(node.clone()) {
+            Entry::Occupied(mut pods) => pods.get_mut().push(pod.clone()),
+            Entry::Vacant(none) => {
+                none.insert(ClaimedPods::One(pod.clone()));
+            }
+        }
     }
 
     pub(super) fn set_skip(&mut self, node: &Str, skip: Option<Skip>) -> bool {

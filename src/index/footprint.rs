@@ -6,9 +6,8 @@
 
 use std::mem::size_of;
 
-use smallvec::SmallVec;
-
 use super::Index;
+use super::claimed::ClaimedPods;
 use crate::model::{FieldOwner, Node, Pod, Str, Taint, Uid};
 use crate::rules::eligibility::Skip;
 
@@ -27,8 +26,10 @@ impl Index {
         let names: usize = pods.values().map(|pod| arc_str_bytes(&pod.id.name)).sum();
         let spilled: usize = states()
             .flat_map(|s| s.claimed.values())
-            .filter(|uids| uids.spilled())
-            .map(|uids| size_class(uids.capacity() * size_of::<Uid>()))
+            .filter_map(|pods| match pods {
+                ClaimedPods::Many(uids) => Some(size_class(uids.len() * size_of::<Uid>())),
+                ClaimedPods::One(_) => None,
+            })
             .sum();
         let node_bytes: usize = self.nodes.objects.values().map(|node| node_heap(node)).sum();
         vec![
@@ -37,8 +38,7 @@ impl Index {
             Part { name: "pod names (one allocation each)", bytes: names },
             Part {
                 name: "claims: per DaemonSet, pods by node",
-                bytes: states().map(|s| table::<Str, SmallVec<[Uid; 1]>>(s.claimed.capacity())).sum::<usize>()
-                    + spilled,
+                bytes: states().map(|s| table::<Str, ClaimedPods>(s.claimed.capacity())).sum::<usize>() + spilled,
             },
             Part {
                 name: "owned pods that count nowhere",

@@ -89,7 +89,7 @@ impl Index {
             let (Some(since), Some(skip)) = (state.misscheduled.get(&new.name), state.skips.get(&new.name)) else {
                 continue;
             };
-            let pods = state.claimed.get(&new.name).map(|pods| pods.as_slice()).unwrap_or_default();
+            let pods = state.claimed.get(&new.name).map(|pods| &**pods).unwrap_or_default();
             let ([pod], false) = (pods, skip.should_continue_running()) else { continue };
             let Some(pod) = self.pods.objects.get(pod) else { continue };
             if should_run(new, &ds.template).is_some() {

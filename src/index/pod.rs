@@ -102,7 +102,7 @@ impl Index {
         let owner = pod.controller_uid.as_ref().or_else(|| self.adopted_by.get(&pod.uid))?;
         let node = pod.target_node.as_ref()?;
         let state = self.state.get(owner)?;
-        if state.claimed.get(node)?.as_slice() != std::slice::from_ref(&pod.uid) {
+        if **state.claimed.get(node)? != *std::slice::from_ref(&pod.uid) {
             return None;
         }
         let ds = self.daemonsets.objects.get(owner)?;

@@ -3,6 +3,7 @@
 //! then moved by each event through `Index::refresh_pair` and the node and DaemonSet
 //! impls; the clock moves the generation when a reason moves with time.
 
+use super::claimed::ClaimedPods;
 use super::daemonset_state::DaemonSetState;
 use super::{Index, Since};
 use crate::model::{FastMap, Node, Pod, Str, Timestamp, Uid};
@@ -96,10 +97,7 @@ impl Index {
 
 /// The pod `updateDaemonSetStatus` looks at on a node: the oldest claimed one, in the
 /// order `DaemonSetView::pods_on` lists them.
-pub(super) fn first_pod<'p>(
-    claimed: Option<&smallvec::SmallVec<[Uid; 1]>>,
-    pods: &'p FastMap<Uid, Box<Pod>>,
-) -> Option<&'p Pod> {
+pub(super) fn first_pod<'p>(claimed: Option<&ClaimedPods>, pods: &'p FastMap<Uid, Box<Pod>>) -> Option<&'p Pod> {
     let pods = claimed.into_iter().flatten().filter_map(|uid| pods.get(uid).map(|p| &**p));
     pods.min_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)))
 }
@@ -107,7 +105,7 @@ pub(super) fn first_pod<'p>(
 /// `updateDaemonSetStatus` counts a node available when its oldest daemon pod is
 /// (`podutil.IsPodAvailable`).
 pub(super) fn first_pod_available(
-    claimed: Option<&smallvec::SmallVec<[Uid; 1]>>,
+    claimed: Option<&ClaimedPods>,
     pods: &FastMap<Uid, Box<Pod>>,
     min_ready_seconds: u32,
     now: Timestamp,
