@@ -96,7 +96,7 @@ fn drain_since_comes_from_the_autoscaler_taint_value() {
     let taint_value = load_taint_value();
     for view in index.daemonsets() {
         for pod in view.misscheduled_pods() {
-            assert_eq!(pod.since, taint_value, "{}", pod.pod.id.name);
+            assert_eq!(pod.since, taint_value, "{}", pod.pod.id);
         }
     }
 }

@@ -127,7 +127,7 @@ fn observable(index: &Index) -> Vec<String> {
             view.ineligible_nodes()
         ));
         for u in view.uncovered_nodes() {
-            let pod = u.pod.map(|p| p.id.name.to_string());
+            let pod = u.pod.map(|p| p.id.name());
             out.push(format!("{} uncovered {} {pod:?} {} {:?}", view.ds.id.name, u.node, u.reason, u.detail));
         }
     }

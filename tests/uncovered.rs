@@ -93,7 +93,7 @@ fn uncovered(index: &Index) -> Vec<(String, String, String, String)> {
         .iter()
         .flat_map(|v| v.uncovered_nodes())
         .map(|u| {
-            let pod = u.pod.map(|p| p.id.name.to_string()).unwrap_or_default();
+            let pod = u.pod.map(|p| p.id.name()).unwrap_or_default();
             let detail = u.detail.map(|d| d.to_string()).unwrap_or_default();
             (u.node.to_string(), pod, u.reason.to_string(), detail)
         })
@@ -449,7 +449,7 @@ fn uncovered_everywhere(index: &Index) -> Vec<(String, (String, String, String, 
     let rows = views.iter().flat_map(|v| {
         let ds = v.ds.id.name.to_string();
         v.uncovered_nodes().into_iter().map(move |u| {
-            let pod = u.pod.map(|p| p.id.name.to_string()).unwrap_or_default();
+            let pod = u.pod.map(|p| p.id.name()).unwrap_or_default();
             let detail = u.detail.map(|d| d.to_string()).unwrap_or_default();
             (ds.clone(), (u.node.to_string(), pod, u.reason.to_string(), detail))
         })

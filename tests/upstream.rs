@@ -371,7 +371,7 @@ fn test_get_nodes_to_daemon_pods() {
     let counted_names = |index: &Index, ds: &str| -> Vec<String> {
         let views = index.daemonsets();
         let view = views.iter().find(|v| &*v.ds.id.name == ds).expect("synced");
-        let mut names: Vec<String> = view.misscheduled_pods().iter().map(|p| p.pod.id.name.to_string()).collect();
+        let mut names: Vec<String> = view.misscheduled_pods().iter().map(|p| p.pod.id.name()).collect();
         names.sort();
         names
     };

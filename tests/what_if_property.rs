@@ -125,7 +125,7 @@ fn difference(before: &Index, after: &Index, touched: &[String]) -> (Rows, BTree
         let Some(was) = before.daemonset(&view.ds.id.namespace, &name) else { continue };
         let verdict = |pods: Vec<misschedule_exporter::index::MisscheduledPod<'_>>, pod: &str| {
             pods.into_iter()
-                .find(|p| *p.pod.id.name == *pod)
+                .find(|p| p.pod.id == *pod)
                 .map(|p| (p.classification.reason.as_str().to_owned(), p.classification.key.to_string()))
         };
         let mut moved = false;
@@ -147,11 +147,11 @@ fn difference(before: &Index, after: &Index, touched: &[String]) -> (Rows, BTree
                 let Some(e) = effect(fit_before, fit_after, true) else { continue };
                 let (reason, key) = match e {
                     Effect::Recover => {
-                        verdict(was.misscheduled_pods(), &pod.id.name).unwrap_or_else(|| skip_of(was.skip(node)))
+                        verdict(was.misscheduled_pods(), &pod.id.name()).unwrap_or_else(|| skip_of(was.skip(node)))
                     }
-                    _ => verdict(view.misscheduled_pods(), &pod.id.name).unwrap_or_else(|| skip_of(view.skip(node))),
+                    _ => verdict(view.misscheduled_pods(), &pod.id.name()).unwrap_or_else(|| skip_of(view.skip(node))),
                 };
-                rows.insert((name.clone(), node.clone(), pod.id.name.to_string(), e.as_str().into(), reason, key));
+                rows.insert((name.clone(), node.clone(), pod.id.name(), e.as_str().into(), reason, key));
                 moved = true;
             }
         }

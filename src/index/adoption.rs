@@ -12,15 +12,15 @@ impl Index {
     pub(super) fn adopter(&mut self, pod: &Pod) -> Option<Str> {
         let mut selecting = self.daemonsets.objects.values().filter(|ds| {
             ds.is_synced_by_controller()
-                && ds.id.namespace == pod.id.namespace
+                && ds.id.namespace == *pod.id.namespace()
                 && selector_matches(&ds.selector, &pod.labels)
         });
         let first = selecting.next()?;
         let Some(second) = selecting.next() else { return Some(first.uid.clone()) };
         if self.contested.insert(pod.uid.clone()) {
             tracing::warn!(
-                namespace = %pod.id.namespace,
-                pod = %pod.id.name,
+                namespace = %pod.id.namespace(),
+                pod = %pod.id,
                 daemonsets = %format_args!("{}, {}", first.id.name, second.id.name),
                 "orphan pod selected by more than one DaemonSet: the first to sync adopts it, so no count includes it until then"
             );

@@ -23,7 +23,6 @@ impl Index {
     pub fn footprint(&self) -> Vec<Part> {
         let pods = &self.pods.objects;
         let states = || self.state.values();
-        let names: usize = pods.values().map(|pod| arc_str_bytes(&pod.id.name)).sum();
         let spilled: usize = states()
             .flat_map(|s| s.claimed.values())
             .filter_map(|pods| match pods {
@@ -35,7 +34,6 @@ impl Index {
         vec![
             Part { name: "pod cache: table by UID", bytes: table::<Uid, Box<Pod>>(pods.capacity()) },
             Part { name: "pod cache: the boxed pods", bytes: pods.len() * size_class(size_of::<Pod>()) },
-            Part { name: "pod names (one allocation each)", bytes: names },
             Part {
                 name: "claims: per DaemonSet, pods by node",
                 bytes: states().map(|s| table::<Str, ClaimedPods>(s.claimed.capacity())).sum::<usize>() + spilled,
@@ -68,11 +66,6 @@ fn node_heap(node: &Node) -> usize {
         + node.managers.owners.iter().map(|o| vec(o.labels.len(), size_of::<Str>())).sum::<usize>()
         + vec(node.managers.taint_added_by.capacity(), size_of::<(Str, Str)>())
         + vec(node.managers.label_removed_by.capacity(), size_of::<(Str, Str)>())
-}
-
-/// A `str` behind an `Arc` that nothing else holds: its allocation (two counts and the text).
-fn arc_str_bytes(text: &Str) -> usize {
-    if std::sync::Arc::strong_count(text) > 1 { 0 } else { size_class(2 * size_of::<usize>() + text.len()) }
 }
 
 /// A hashbrown table of `capacity` items: its buckets, one control byte each, and a group.

@@ -18,7 +18,7 @@ impl Stored for Pod {
     }
 
     fn namespace(&self) -> Option<&Str> {
-        Some(&self.id.namespace)
+        Some(self.id.namespace())
     }
 
     fn store(index: &mut Index) -> &mut Store<Self> {
@@ -77,7 +77,7 @@ impl Index {
             // Terminating orphans are never adopted.
             None if pod.deletion().is_some() => return None,
             None => {
-                self.orphans.entry(pod.id.namespace.clone()).or_default().insert(pod.uid.clone());
+                self.orphans.entry(pod.id.namespace().clone()).or_default().insert(pod.uid.clone());
                 let adopter = self.adopter(pod)?;
                 self.adopted_by.insert(pod.uid.clone(), adopter.clone());
                 adopter
@@ -158,10 +158,10 @@ impl Index {
                 owner.clone()
             }
             None => {
-                if let Some(orphans) = self.orphans.get_mut(&pod.id.namespace) {
+                if let Some(orphans) = self.orphans.get_mut(pod.id.namespace()) {
                     orphans.remove(&pod.uid);
                     if orphans.is_empty() {
-                        self.orphans.remove(&pod.id.namespace);
+                        self.orphans.remove(pod.id.namespace());
                     }
                 }
                 self.adopted_by.remove(&pod.uid)?

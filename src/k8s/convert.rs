@@ -205,7 +205,9 @@ pub fn revision(rev: &ControllerRevision, interner: &mut Interner) -> Result<Rev
 
 pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> {
     let meta = &pod.metadata;
-    let id = object_ref("Pod", meta, interner)?;
+    let name = required("Pod", meta, "metadata.name", meta.name.as_ref())?;
+    let namespace = required("Pod", meta, "metadata.namespace", meta.namespace.as_ref())?;
+    let id = interner.pod_id(namespace, name);
     let uid = Uid::parse(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
     let controller_uid = controller(meta.owner_references.as_deref()).map(|o| interner.str(&o.uid));
     let labels = interner.labels(meta.labels.iter().flatten());

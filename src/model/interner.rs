@@ -11,7 +11,9 @@ use hashbrown::HashTable;
 
 use crate::model::PlacementSpec;
 use crate::model::text::{same_pair, same_toleration};
-use crate::model::{FastSet, LabelSet, Labels, NodeSelectorTerm, Placement, Str, Toleration, TolerationParts};
+use crate::model::{
+    FastSet, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, Str, Toleration, TolerationParts,
+};
 
 /// Interned values are dropped by `collect_garbage` once only the interner holds them.
 ///
@@ -25,6 +27,7 @@ pub struct Interner {
     empty: Str,
     label_sets: HashTable<Labels>,
     placements: HashTable<Arc<Placement>>,
+    pod_scopes: HashTable<Arc<PodScope>>,
     hasher: foldhash::fast::RandomState,
     inserts_since_gc: usize,
 }
@@ -35,6 +38,7 @@ impl std::fmt::Debug for Interner {
             .field("strings", &self.strings.len())
             .field("label_sets", &self.label_sets.len())
             .field("placements", &self.placements.len())
+            .field("pod_scopes", &self.pod_scopes.len())
             .finish()
     }
 }
@@ -105,6 +109,21 @@ impl Interner {
         self.insert_placement(hash, Arc::new(placement))
     }
 
+    /// The id of pod `name` in `namespace`, its prefix shared with the DaemonSet's other pods.
+    pub fn pod_id(&mut self, namespace: &str, name: &str) -> PodId {
+        let (prefix, rest) = PodId::split(name);
+        let hash = self.hasher.hash_one((namespace, prefix));
+        let same = |scope: &Arc<PodScope>| *scope.namespace == *namespace && *scope.prefix == *prefix;
+        if let Some(existing) = self.pod_scopes.find(hash, same) {
+            return PodId::new(existing.clone(), rest);
+        }
+        let scope = Arc::new(PodScope { namespace: self.str(namespace), prefix: self.str(prefix) });
+        let hasher = &self.hasher;
+        self.pod_scopes.insert_unique(hash, scope.clone(), |s| hasher.hash_one((&*s.namespace, &*s.prefix)));
+        self.note_insert();
+        PodId::new(scope, rest)
+    }
+
     /// Shared strings for a sorted list of pairs (a nodeSelector).
     pub fn pairs<'a>(&mut self, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(Str, Str)> {
         pairs.map(|(k, v)| (self.str(k), self.str(v))).collect()
@@ -137,6 +156,7 @@ impl Interner {
 
     /// Forget values no cached object refers to any more.
     pub fn collect_garbage(&mut self) {
+        self.pod_scopes.retain(|s| Arc::strong_count(s) > 1);
         self.placements.retain(|p| Arc::strong_count(p) > 1);
         self.label_sets.retain(|l| Arc::strong_count(l) > 1);
         self.strings.retain(|s| Arc::strong_count(s) > 1);
@@ -144,7 +164,7 @@ impl Interner {
     }
 
     pub fn len(&self) -> usize {
-        self.strings.len() + self.label_sets.len() + self.placements.len()
+        self.strings.len() + self.label_sets.len() + self.placements.len() + self.pod_scopes.len()
     }
 
     pub fn is_empty(&self) -> bool {

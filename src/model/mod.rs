@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 pub mod interner;
 mod labels;
+mod pod_id;
 pub mod text;
 mod uid;
 
 pub use labels::LabelSet;
+pub use pod_id::{PodId, PodScope};
 pub use uid::Uid;
 
 pub type Str = Arc<str>;
@@ -243,7 +245,7 @@ pub struct DaemonSetStatus {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pod {
     pub uid: Uid,
-    pub id: ObjectRef,
+    pub id: PodId,
     /// UID of the pod's controller ownerReference, whatever its kind: claiming compares
     /// UIDs only. `None` makes the pod an orphan that a DaemonSet may adopt.
     pub controller_uid: Option<Str>,

@@ -170,7 +170,7 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
             out.misscheduled.push(PodRow {
                 namespace: id.namespace.to_string(),
                 daemonset: id.name.to_string(),
-                pod: p.pod.id.name.to_string(),
+                pod: p.pod.id.name(),
                 node: p.node.to_string(),
                 reason: reason.as_str().to_owned(),
                 fix: being_deleted(
@@ -203,7 +203,7 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
                 namespace: id.namespace.to_string(),
                 daemonset: id.name.to_string(),
                 node: u.node.to_string(),
-                pod: u.pod.map(|p| p.id.name.to_string()).unwrap_or_default(),
+                pod: u.pod.map(|p| p.id.name()).unwrap_or_default(),
                 reason: u.reason.as_str().to_owned(),
                 detail: u.detail.unwrap_or_default().to_owned(),
                 since: rfc3339(u.since),

@@ -140,11 +140,11 @@ struct ClusterCollector {
 }
 
 /// The labels every per-pod series has.
-fn pod_labels<'a>(ds: &'a DaemonSet, p: &'a MisscheduledPod<'_>) -> [(&'static str, &'a str); 5] {
+fn pod_labels<'a>(ds: &'a DaemonSet, p: &'a MisscheduledPod<'_>, pod: &'a str) -> [(&'static str, &'a str); 5] {
     [
         ("namespace", &ds.id.namespace),
         ("daemonset", &ds.id.name),
-        ("pod", &p.pod.id.name),
+        ("pod", pod),
         ("node", p.node),
         ("reason", p.classification.reason.as_str()),
     ]
@@ -171,22 +171,34 @@ impl Collector for ClusterCollector {
         self.rendered_generation.store(index.generation(), Ordering::Release);
         let daemonsets = index.daemonsets();
         let misscheduled: Vec<_> = daemonsets.iter().map(|ds| (ds, ds.misscheduled_pods())).collect();
-        let pods = || misscheduled.iter().flat_map(|(ds, pods)| pods.iter().map(move |p| (ds.ds, p)));
+        // The index keeps pod names in pieces: each is built once per render.
+        let names: Vec<String> =
+            misscheduled.iter().flat_map(|(_, pods)| pods.iter().map(|p| p.pod.id.name())).collect();
+        let pods = || {
+            let rows = misscheduled.iter().flat_map(|(ds, pods)| pods.iter().map(move |p| (ds.ds, p)));
+            rows.zip(&names).map(|((ds, p), name)| (ds, p, name.as_str()))
+        };
 
         gauges(
             &mut encoder,
             "daemonset_misscheduled_pod_info",
             "A daemon pod on a node its DaemonSet should not run on, with the reason, the label or taint key behind it, and the field manager that changed it (empty when unknown)",
-            pods().map(|(ds, p)| {
+            pods().map(|(ds, p, name)| {
                 let c = &p.classification;
-                ((pod_labels(ds, p), [("key", &*c.key), ("manager", c.manager.as_deref().unwrap_or_default())]), 1)
+                (
+                    (
+                        pod_labels(ds, p, name),
+                        [("key", &*c.key), ("manager", c.manager.as_deref().unwrap_or_default())],
+                    ),
+                    1,
+                )
             }),
         )?;
         gauges(
             &mut encoder,
             "daemonset_misscheduled_pod_since_timestamp_seconds",
             "When the pod became misscheduled (unix seconds): seen by the exporter, or else the best evidence in the objects",
-            pods().map(|(ds, p)| (pod_labels(ds, p), p.since)),
+            pods().map(|(ds, p, name)| (pod_labels(ds, p, name), p.since)),
         )?;
         gauges(
             &mut encoder,
@@ -239,14 +251,15 @@ impl Collector for ClusterCollector {
         )?;
         let uncovered: Vec<_> = daemonsets.iter().map(|ds| (ds.ds, ds.uncovered_nodes())).collect();
         let uncovered_rows = || uncovered.iter().flat_map(|(ds, nodes)| nodes.iter().map(move |n| (*ds, n)));
+        let uncovered_pods: Vec<String> =
+            uncovered_rows().map(|(_, n)| n.pod.map(|p| p.id.name()).unwrap_or_default()).collect();
         gauges(
             &mut encoder,
             "daemonset_uncovered_node_info",
             "A node the DaemonSet should run on without an available daemon pod, with the pod (empty when there is none), the reason and a short detail in the scheduler's or the kubelet's words",
-            uncovered_rows().map(|(ds, n)| {
-                let pod = n.pod.map_or("", |p| &*p.id.name);
+            uncovered_rows().zip(&uncovered_pods).map(|((ds, n), pod)| {
                 let detail = n.detail.unwrap_or_default();
-                ((uncovered_labels(ds, n), [("pod", pod), ("detail", detail)]), 1)
+                ((uncovered_labels(ds, n), [("pod", pod.as_str()), ("detail", detail)]), 1)
             }),
         )?;
         gauges(

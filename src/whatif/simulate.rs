@@ -209,7 +209,7 @@ fn diff(index: &Index, scope: &[ObjectRef], nodes: &[Str], before: &[Option<Befo
                     namespace: id.namespace.to_string(),
                     daemonset: id.name.to_string(),
                     node: node.to_string(),
-                    pod: pod.id.name.to_string(),
+                    pod: pod.id.name(),
                 });
             }
             for pod in pods.iter().filter(|p| p.deletion().is_none()) {
@@ -223,7 +223,7 @@ fn diff(index: &Index, scope: &[ObjectRef], nodes: &[Str], before: &[Option<Befo
                         verdicts.get(&pod.uid).cloned().or_else(|| why_skipped(skip))
                     }
                 };
-                outcome.changes.push(row(&pod.id.name, effect, verdict.unwrap_or_else(nothing)));
+                outcome.changes.push(row(&pod.id.name(), effect, verdict.unwrap_or_else(nothing)));
             }
         }
     }

@@ -172,7 +172,7 @@ pub fn misscheduled(index: &Index) -> Vec<(String, String, String, String)> {
         .flat_map(|ds| ds.misscheduled_pods())
         .map(|p| {
             (
-                p.pod.id.name.to_string(),
+                p.pod.id.name(),
                 p.node.to_string(),
                 p.classification.reason.as_str().to_owned(),
                 p.classification.key.to_string(),

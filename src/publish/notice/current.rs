@@ -41,7 +41,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
                 orphan: p.pod.controller_uid.is_none(),
                 verdict: Verdict::Skip { reason: c.reason, key: c.key, manager: c.manager },
                 regarding: regarding.clone(),
-                related: Some(Target { id: p.pod.id.clone(), uid: p.pod.uid.to_string() }),
+                related: Some(Target { id: p.pod.id.to_object_ref(), uid: p.pod.uid.to_string() }),
                 node: p.node.clone(),
                 episode: p.episode,
                 of: None,
