@@ -72,7 +72,7 @@ impl Index {
     /// Records ownership (or adoption) and the claim; returns the (DaemonSet, node)
     /// whose claim set grew.
     pub(super) fn claim(&mut self, pod: &Pod) -> Option<(Str, Str)> {
-        let claimant = match &pod.controller_uid {
+        let claimant = match pod.controller_uid() {
             Some(owner) => owner.clone(),
             // Terminating orphans are never adopted.
             None if pod.deletion().is_some() => return None,
@@ -85,7 +85,7 @@ impl Index {
         };
         let counted = self.daemonsets.objects.get(&claimant).and_then(|ds| counted_node(ds, pod));
         let Some(node) = counted else {
-            if let Some(owner) = &pod.controller_uid {
+            if let Some(owner) = pod.controller_uid() {
                 self.uncounted_owned.entry(owner.clone()).or_default().insert(pod.uid.clone());
             }
             return None;
@@ -99,7 +99,7 @@ impl Index {
     /// there if it goes. Taken before the pod goes or changes: a loss keeps the verdict the
     /// pod had as a misscheduled pod, or the one of the episode that explains its delete.
     pub(super) fn parting(&self, pod: &Pod) -> Option<Parting> {
-        let owner = pod.controller_uid.as_ref().or_else(|| self.adopted_by.get(&pod.uid))?;
+        let owner = pod.controller_uid().or_else(|| self.adopted_by.get(&pod.uid))?;
         let node = pod.target_node.as_ref()?;
         let state = self.state.get(owner)?;
         if **state.claimed.get(node)? != *std::slice::from_ref(&pod.uid) {
@@ -147,7 +147,7 @@ impl Index {
 
     /// Undoes `claim`; returns the (DaemonSet, node) whose claim set shrank.
     pub(super) fn unclaim(&mut self, pod: &Pod) -> Option<(Str, Str)> {
-        let claimant = match &pod.controller_uid {
+        let claimant = match pod.controller_uid() {
             Some(owner) => {
                 if let Some(uncounted) = self.uncounted_owned.get_mut(owner) {
                     uncounted.remove(&pod.uid);

@@ -38,7 +38,7 @@ impl Index {
             .objects
             .values()
             .filter_map(|pod| {
-                let owner = pod.controller_uid.as_ref().or_else(|| self.adopted_by.get(&pod.uid))?;
+                let owner = pod.controller_uid().or_else(|| self.adopted_by.get(&pod.uid))?;
                 if is_available(pod.health, pod.health_since(), min_ready(owner), self.now) {
                     return None;
                 }

@@ -207,9 +207,9 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
     let meta = &pod.metadata;
     let name = required("Pod", meta, "metadata.name", meta.name.as_ref())?;
     let namespace = required("Pod", meta, "metadata.namespace", meta.namespace.as_ref())?;
-    let id = interner.pod_id(namespace, name);
+    let controller_uid = controller(meta.owner_references.as_deref()).map(|o| o.uid.as_str());
+    let id = interner.pod_id(namespace, name, controller_uid);
     let uid = Uid::parse(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
-    let controller_uid = controller(meta.owner_references.as_deref()).map(|o| interner.str(&o.uid));
     let labels = interner.labels(meta.labels.iter().flatten());
     let spec = pod.spec.as_ref();
     let target_node = spec.and_then(target_node_name).map(|n| interner.str(n));
@@ -221,7 +221,6 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
     Ok(Pod {
         uid,
         id,
-        controller_uid,
         labels,
         target_node,
         // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
@@ -253,7 +252,7 @@ pub fn pod_unchanged_but_uid(decoded: &SlimPod, cached: &Pod) -> bool {
     let meta = &decoded.metadata;
     let spec = decoded.spec.as_ref();
     let owner = controller(meta.owner_references.as_deref());
-    owner.map(|o| o.uid.as_str()) == cached.controller_uid.as_deref()
+    owner.map(|o| o.uid.as_str()) == cached.controller_uid().map(|uid| &**uid)
         // The revision hash is one of the labels.
         && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
         && spec.and_then(target_node_name) == cached.target_node.as_deref()

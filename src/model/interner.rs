@@ -109,17 +109,22 @@ impl Interner {
         self.insert_placement(hash, Arc::new(placement))
     }
 
-    /// The id of pod `name` in `namespace`, its prefix shared with the DaemonSet's other pods.
-    pub fn pod_id(&mut self, namespace: &str, name: &str) -> PodId {
+    /// The id of pod `name` in `namespace` owned by `controller`, all but the end of its
+    /// name shared with the DaemonSet's other pods.
+    pub fn pod_id(&mut self, namespace: &str, name: &str, controller: Option<&str>) -> PodId {
         let (prefix, rest) = PodId::split(name);
-        let hash = self.hasher.hash_one((namespace, prefix));
-        let same = |scope: &Arc<PodScope>| *scope.namespace == *namespace && *scope.prefix == *prefix;
+        let hash = self.hasher.hash_one((namespace, prefix, controller));
+        let same = |scope: &Arc<PodScope>| {
+            *scope.namespace == *namespace && *scope.prefix == *prefix && scope.controller_uid.as_deref() == controller
+        };
         if let Some(existing) = self.pod_scopes.find(hash, same) {
             return PodId::new(existing.clone(), rest);
         }
-        let scope = Arc::new(PodScope { namespace: self.str(namespace), prefix: self.str(prefix) });
+        let controller_uid = controller.map(|uid| self.str(uid));
+        let scope = Arc::new(PodScope { namespace: self.str(namespace), prefix: self.str(prefix), controller_uid });
         let hasher = &self.hasher;
-        self.pod_scopes.insert_unique(hash, scope.clone(), |s| hasher.hash_one((&*s.namespace, &*s.prefix)));
+        let rehash = |s: &Arc<PodScope>| hasher.hash_one((&*s.namespace, &*s.prefix, s.controller_uid.as_deref()));
+        self.pod_scopes.insert_unique(hash, scope.clone(), rehash);
         self.note_insert();
         PodId::new(scope, rest)
     }

@@ -245,10 +245,8 @@ pub struct DaemonSetStatus {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pod {
     pub uid: Uid,
+    /// Its namespace, name and controller.
     pub id: PodId,
-    /// UID of the pod's controller ownerReference, whatever its kind: claiming compares
-    /// UIDs only. `None` makes the pod an orphan that a DaemonSet may adopt.
-    pub controller_uid: Option<Str>,
     pub labels: Labels,
     /// `spec.nodeName`, else the controller's `matchFields metadata.name` term.
     pub target_node: Option<Str>,
@@ -300,8 +298,8 @@ pub enum PodHealth {
 }
 
 // The index holds a pod per daemon pod, millions at the largest scale: one allocation size
-// class (jemalloc's 128 bytes) is the budget, checked here.
-const _: () = assert!(std::mem::size_of::<Pod>() <= 128);
+// class (jemalloc's 112 bytes) is the budget, checked here.
+const _: () = assert!(std::mem::size_of::<Pod>() <= 112);
 
 /// The label the DaemonSet controller puts on each pod and revision it makes: which
 /// ControllerRevision the pod came from.
@@ -312,6 +310,11 @@ impl Pod {
     /// and deleted (`includeDeletedTerminal=false`); 1.20-1.25 counted them.
     pub fn counts_for_status(&self) -> bool {
         !(self.terminal && self.deletion().is_some())
+    }
+
+    /// UID of its controller ownerReference (`PodScope::controller_uid`).
+    pub fn controller_uid(&self) -> Option<&Str> {
+        self.id.controller_uid()
     }
 
     /// Its delete, once requested.

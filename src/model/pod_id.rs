@@ -8,10 +8,11 @@ use crate::model::{ObjectRef, Str};
 /// The longest end of a name kept inline.
 const REST: usize = 15;
 
-/// Daemon pods are named `<generateName><five characters>`. The namespace and the name up
-/// to its last `-` are shared by all the pods of a DaemonSet (`Interner::pod_scope`), and
-/// the rest is kept inline: a per-pod string costs 32 bytes more for each of millions.
-/// A name whose end is longer is shared whole, as its own scope.
+/// Daemon pods are named `<generateName><five characters>`. The namespace, the name up to
+/// its last `-` and the controller are shared by all the pods of a DaemonSet
+/// (`Interner::pod_id`), and the rest of the name is kept inline: a string of its own
+/// would cost each of millions of pods 32 bytes more. A name whose end is longer is shared
+/// whole, as its own scope.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct PodId {
     scope: Arc<PodScope>,
@@ -19,11 +20,14 @@ pub struct PodId {
     rest_len: u8,
 }
 
-/// What pods of one DaemonSet share in their id.
+/// What the pods of one DaemonSet share in their id.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct PodScope {
     pub namespace: Str,
     pub prefix: Str,
+    /// UID of the controller ownerReference, whatever its kind: claiming compares UIDs only.
+    /// `None` makes the pod an orphan that a DaemonSet may adopt.
+    pub controller_uid: Option<Str>,
 }
 
 impl PodId {
@@ -48,6 +52,10 @@ impl PodId {
 
     pub fn namespace(&self) -> &Str {
         &self.scope.namespace
+    }
+
+    pub fn controller_uid(&self) -> Option<&Str> {
+        self.scope.controller_uid.as_ref()
     }
 
     /// The name, built: for output, not for the hot paths.
@@ -117,7 +125,10 @@ mod tests {
 
     fn id(namespace: &str, name: &str) -> PodId {
         let (prefix, rest) = PodId::split(name);
-        PodId::new(Arc::new(PodScope { namespace: namespace.into(), prefix: prefix.into() }), rest)
+        PodId::new(
+            Arc::new(PodScope { namespace: namespace.into(), prefix: prefix.into(), controller_uid: None }),
+            rest,
+        )
     }
 
     #[test]

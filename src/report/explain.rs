@@ -176,7 +176,7 @@ pub fn explain(index: &Index, selection: &Selection, origin: &Origin, now: Times
                 fix: being_deleted(
                     p.pod.deletion().is_some(),
                     p.node,
-                    fix_for(p.pod.controller_uid.is_none(), reason, &key, p.node),
+                    fix_for(p.pod.controller_uid().is_none(), reason, &key, p.node),
                 ),
                 key,
                 manager: p.classification.manager.as_deref().unwrap_or_default().to_owned(),

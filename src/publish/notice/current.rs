@@ -38,7 +38,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
             out.push(Notice {
                 kind: Kind::Misscheduled,
                 subject: Subject::Pod(p.pod.uid.clone()),
-                orphan: p.pod.controller_uid.is_none(),
+                orphan: p.pod.controller_uid().is_none(),
                 verdict: Verdict::Skip { reason: c.reason, key: c.key, manager: c.manager },
                 regarding: regarding.clone(),
                 related: Some(Target { id: p.pod.id.to_object_ref(), uid: p.pod.uid.to_string() }),
