@@ -80,7 +80,11 @@ carry the cluster-autoscaler's drain taint.
 - RSS: VmRSS from /proc, read after the sync, with everything the process holds. As the
   watcher does, each completed list is followed by a purge that gives its garbage back
   to the kernel at once (the bench checks that the pod list's purge gave some back). Read
-  again 3 s later with no activity, after jemalloc's background thread has run.
+  again 3 s later with no activity, after jemalloc's background thread has run. The
+  "of which (estimated)" rows are the index's own estimate of its structures
+  (\`Index::footprint\`: each table's buckets and control bytes, each box at jemalloc's size
+  class), per daemon pod or per node; what they leave of the RSS row is the interner, the
+  smaller maps, the allocator's slack and the process itself.
 - Scrapes: 8 client threads GET /metrics over loopback for 10 s, each opening a new
   connection per request, uncompressed, and reading into a buffer it keeps between
   scrapes (as Prometheus's scrape pool does). The same clients then scrape the same bytes
@@ -135,7 +139,15 @@ more than real lists, so the cost of inflating them here is likely a low estimat
 run per size has the server stream the lists (\`--stream-lists\`: one ADDED line per object,
 then the \`k8s.io/initial-events-end\` bookmark), as API servers since 1.34 do and the
 exporter's default \`--list-mode auto\` asks; without it the server refuses them (422, as 1.33
-does) and the exporter pages.
+does) and the exporter pages. A fourth has it stream them gzipped (with
+\`--apiserver-compression\`; each 500 objects a gzip member, as 1.37 closes a member at each
+flush).
+
+Three more rows per run, for #41's targets. The peak RSS is the exporter's VmHWM when it is
+ready, against its RSS 3 s later. The two decode floors are measured in the same run, after
+the exporter is ready: up to four pages of 500 objects of each kind, spread over the list,
+decoded by \`serde_json\` into \`IgnoredAny\` (a tokenizer that keeps nothing) and by CPython's
+\`json.loads\` (best of three each), and scaled by the bytes of each kind the run served.
 
 $end_to_end
 
