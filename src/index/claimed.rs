@@ -24,7 +24,14 @@ impl ClaimedPods {
     }
 
     /// Keeps the pods `keep` says to; it may leave none (the caller drops the entry).
-    pub(super) fn retain(&mut self, keep: impl FnMut(&Uid) -> bool) {
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&Uid) -> bool) {
+        if let Self::One(only) = self {
+            // Every pod delete comes here: no allocation for the common case.
+            if !keep(only) {
+                *self = Self::Many(Box::default());
+            }
+            return;
+        }
         let mut kept: Vec<Uid> = self.iter().cloned().collect();
         kept.retain(keep);
         *self = match <[Uid; 1]>::try_from(kept) {

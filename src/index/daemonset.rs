@@ -79,7 +79,9 @@ impl Stored for DaemonSet {
     fn remove(index: &mut Index, uid: &Str) {
         // Its own pods stay cached until they go, as pods of no DaemonSet.
         let owned = index.owned_pods(uid);
-        index.uncounted_owned.entry(uid.clone()).or_default().extend(owned);
+        if !owned.is_empty() {
+            index.uncounted_owned.entry(uid.clone()).or_default().extend(owned);
+        }
         index.state.remove(uid);
         let Some(ds) = index.daemonsets.objects.remove(uid) else { return };
         index.generation += 1;
