@@ -29,7 +29,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
 use misschedule_exporter::guard::review;
 use misschedule_exporter::guard::{self, Change, Policy, Verdict};
-use misschedule_exporter::index::{Index, Indexed};
+use misschedule_exporter::index::{Grows, Index, Indexed};
 use misschedule_exporter::k8s::slim::{SlimNode, SlimPod};
 use misschedule_exporter::report::explain::Selection;
 use misschedule_exporter::report::format::Format;
@@ -482,10 +482,9 @@ fn main() {
     rows.push(Row::new("RSS growth per daemon pod, idle (all objects included)", per_pod, format!("{per_pod:.0} B")));
     // Where those bytes go, as the index estimates its own structures.
     for part in index.footprint() {
-        let (per, unit) = if part.name.starts_with("node") {
-            (part.bytes as f64 / shape.nodes as f64, "node")
-        } else {
-            (part.bytes as f64 / pods as f64, "daemon pod")
+        let (per, unit) = match part.grows_with {
+            Grows::Nodes => (part.bytes as f64 / shape.nodes as f64, "node"),
+            Grows::Pods => (part.bytes as f64 / pods as f64, "daemon pod"),
         };
         rows.push(Row::new(format!("of which (estimated): {}, per {unit}", part.name), per, format!("{per:.0} B")));
     }

@@ -16,6 +16,14 @@ use crate::rules::eligibility::Skip;
 pub struct Part {
     pub name: &'static str,
     pub bytes: usize,
+    /// What it grows with, and so what the benchmark divides it by.
+    pub grows_with: Grows,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grows {
+    Pods,
+    Nodes,
 }
 
 impl Index {
@@ -32,26 +40,38 @@ impl Index {
             .sum();
         let node_bytes: usize = self.nodes.objects.values().map(|node| node_heap(node)).sum();
         vec![
-            Part { name: "pod cache: table by UID", bytes: table::<Uid, Box<Pod>>(pods.capacity()) },
-            Part { name: "pod cache: the boxed pods", bytes: pods.len() * size_class(size_of::<Pod>()) },
+            Part {
+                name: "pod cache: table by UID",
+                bytes: table::<Uid, Box<Pod>>(pods.capacity()),
+                grows_with: Grows::Pods,
+            },
+            Part {
+                name: "pod cache: the boxed pods",
+                bytes: pods.len() * size_class(size_of::<Pod>()),
+                grows_with: Grows::Pods,
+            },
             Part {
                 name: "claims: per DaemonSet, pods by node",
                 bytes: states().map(|s| table::<Str, ClaimedPods>(s.claimed.capacity())).sum::<usize>() + spilled,
+                grows_with: Grows::Pods,
             },
             Part {
                 name: "owned pods that count nowhere",
                 bytes: self.uncounted_owned.values().map(|uids| set::<Uid>(uids.capacity())).sum(),
+                grows_with: Grows::Pods,
             },
             Part {
-                name: "per DaemonSet: skipped nodes and their counts",
+                name: "per DaemonSet: skipped nodes",
                 bytes: states().map(|s| table::<Str, Skip>(s.skips.capacity())).sum(),
+                grows_with: Grows::Pods,
             },
             Part {
                 name: "node cache: table and boxed nodes",
                 bytes: table::<Str, Box<Node>>(self.nodes.objects.capacity())
                     + self.nodes.objects.len() * size_class(size_of::<Node>()),
+                grows_with: Grows::Nodes,
             },
-            Part { name: "node cache: each node's own vectors", bytes: node_bytes },
+            Part { name: "node cache: each node's own vectors", bytes: node_bytes, grows_with: Grows::Nodes },
         ]
     }
 }

@@ -31,7 +31,7 @@ use self::coverage::Verdict;
 use self::daemonset_state::DaemonSetState;
 pub use self::excerpt::Touched;
 pub use self::failed_create::{EventsRead, FailedCreateEvent};
-pub use self::footprint::Part;
+pub use self::footprint::{Grows, Part};
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::restore::{PastLoss, Restored};
 pub use self::store::{Scope, Store};
