@@ -1,4 +1,4 @@
-//! A pod's namespace and name, kept without an allocation of its own.
+//! A pod's namespace, name and controller, kept without an allocation of its own.
 
 use std::fmt;
 use std::sync::Arc;
@@ -71,6 +71,11 @@ impl PodId {
         ObjectRef { namespace: self.namespace().clone(), name: Str::from(self.name()) }
     }
 
+    /// The name's bytes in order, without building it.
+    fn name_bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        self.scope.prefix.bytes().chain(self.rest().bytes())
+    }
+
     fn rest(&self) -> &str {
         // Cut from a `str` at a character boundary (`split`), so always valid.
         std::str::from_utf8(&self.rest[..usize::from(self.rest_len)]).unwrap_or_default()
@@ -88,14 +93,7 @@ impl PartialEq<str> for PodId {
 /// same second.
 impl Ord for PodId {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let name = |id: &Self| id.scope.prefix.bytes().chain(id.rest().bytes()).collect::<Vec<u8>>();
-        self.namespace().cmp(other.namespace()).then_with(|| {
-            if self.scope.prefix == other.scope.prefix {
-                self.rest().cmp(other.rest())
-            } else {
-                name(self).cmp(&name(other))
-            }
-        })
+        self.namespace().cmp(other.namespace()).then_with(|| self.name_bytes().cmp(other.name_bytes()))
     }
 }
 

@@ -2,7 +2,7 @@
 //! but read here: kube's own watch stream ends quietly when a response is cut mid-line and
 //! hides the status and Retry-After of a refusal, and the retry policy needs all three.
 //! Gzip is asked for and inflated here too (`Compression`), because the client's layer
-//! inflates only the first gzip member of a watch, and 1.37 gzips each event as one.
+//! inflates only the first gzip member of a watch, and 1.37 closes a member at each flush.
 
 use std::time::Duration;
 
@@ -128,7 +128,13 @@ pub async fn list_page<K: DeserializeOwned + Clone>(
     if inflate {
         let mut inflated = Vec::with_capacity(bytes.len() * 8);
         std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut inflated).map_err(
-            |error| CallError::Malformed { what: "the list", at: "its gzip body".into(), error: error.to_string() },
+            |error| match error.kind() {
+                // As an identity body that ends mid-way.
+                std::io::ErrorKind::UnexpectedEof => {
+                    CallError::Cut(format!("the list's gzip body ends mid-way ({error})"))
+                }
+                _ => CallError::Malformed { what: "the list", at: "its gzip body".into(), error: error.to_string() },
+            },
         )?;
         bytes = inflated;
     }
@@ -152,7 +158,7 @@ pub async fn watch<K: DeserializeOwned + Clone>(
     let inflate = gzipped(&response);
     let bytes = StreamReader::new(response.into_body().into_data_stream().map_err(std::io::Error::other));
     let body: Box<dyn AsyncRead + Send + Unpin> = if inflate {
-        // Kubernetes 1.37 flushes each event as a gzip member of its own.
+        // Kubernetes 1.37 closes a gzip member at each flush of a streamed list.
         let mut members = async_compression::tokio::bufread::GzipDecoder::new(bytes);
         members.multiple_members(true);
         Box::new(members)
