@@ -29,7 +29,7 @@ impl Stored for DaemonSet {
     fn upsert(self: Box<Self>, index: &mut Index) {
         let ds = self;
         let old = index.daemonsets.objects.get(&ds.uid);
-        if old == Some(&ds) {
+        if old == Some(&*ds) {
             return;
         }
         index.generation += 1;
@@ -39,7 +39,7 @@ impl Stored for DaemonSet {
         let adopters_changed =
             selector_changed || old.is_none_or(|o| o.is_synced_by_controller() != ds.is_synced_by_controller());
         let (uid, namespace) = (ds.uid.clone(), ds.id.namespace.clone());
-        index.daemonsets.objects.insert(uid.clone(), ds);
+        index.daemonsets.objects.insert(ds);
         let ds = &index.daemonsets.objects[&uid];
         let state = index.state.entry(uid.clone()).or_default();
         if !ds.is_synced_by_controller() {

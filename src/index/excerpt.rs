@@ -35,8 +35,8 @@ impl Index {
         let mut copy = Index::new(config);
         copy.now = self.now;
         let nodes: Vec<&Node> = match touched {
-            Touched::Nodes(names) => names.iter().filter_map(|n| self.nodes.objects.get(n).map(|n| &**n)).collect(),
-            Touched::DaemonSet { .. } => self.nodes.objects.values().map(|n| &**n).collect(),
+            Touched::Nodes(names) => names.iter().filter_map(|n| self.nodes.objects.get(n)).collect(),
+            Touched::DaemonSet { .. } => self.nodes.objects.values().collect(),
         };
         for node in nodes {
             Box::new(node.clone()).upsert(&mut copy);
@@ -44,9 +44,9 @@ impl Index {
         for ds in self.daemonsets.objects.values().filter(|ds| touched.holds_daemonset(ds)) {
             let owned = |owner: Option<&Str>| owner.is_some_and(|o| **o == *ds.uid);
             for revision in self.revisions.objects.values().filter(|r| owned(r.owner_uid.as_ref())) {
-                revision.clone().upsert(&mut copy);
+                Box::new(revision.clone()).upsert(&mut copy);
             }
-            ds.clone().upsert(&mut copy);
+            Box::new(ds.clone()).upsert(&mut copy);
             // A node's pods are the DaemonSet's claims there: a lookup per node, not a scan of
             // the DaemonSet's pods. A pod it owns but does not claim counts nowhere.
             let uids: Vec<Uid> = match touched {
@@ -57,7 +57,7 @@ impl Index {
                 Touched::DaemonSet { .. } => self.owned_pods(&ds.uid),
             };
             for pod in uids.iter().filter_map(|uid| self.pods.objects.get(uid)) {
-                pod.clone().upsert(&mut copy);
+                Box::new(pod.clone()).upsert(&mut copy);
             }
         }
         copy.nodes.synced_scopes.insert(None);

@@ -38,11 +38,11 @@ impl Index {
                 ClaimedPods::One(_) => None,
             })
             .sum();
-        let node_bytes: usize = self.nodes.objects.values().map(|node| node_heap(node)).sum();
+        let node_bytes: usize = self.nodes.objects.values().map(node_heap).sum();
         vec![
             Part {
                 name: "pod cache: table by UID",
-                bytes: table::<Uid, Box<Pod>>(pods.capacity()),
+                bytes: set::<Box<Pod>>(pods.capacity()),
                 grows_with: Grows::Pods,
             },
             Part {
@@ -67,7 +67,7 @@ impl Index {
             },
             Part {
                 name: "node cache: table and boxed nodes",
-                bytes: table::<Str, Box<Node>>(self.nodes.objects.capacity())
+                bytes: set::<Box<Node>>(self.nodes.objects.capacity())
                     + self.nodes.objects.len() * size_class(size_of::<Node>()),
                 grows_with: Grows::Nodes,
             },

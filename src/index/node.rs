@@ -31,7 +31,7 @@ impl Stored for Node {
         if let Some(old) = index.nodes.objects.get(&node.name) {
             let daemonsets = &index.daemonsets.objects;
             carry_over(old, &mut node, |key| daemonsets.values().any(|ds| selects_label(&ds.template, key)));
-            if *old == node {
+            if *old == *node {
                 return;
             }
         }
@@ -40,7 +40,7 @@ impl Stored for Node {
         let flaps = index.flaps(&node);
         let synced = index.synced();
         let mut departed = Vec::new();
-        for (uid, ds) in &index.daemonsets.objects {
+        for (uid, ds) in index.daemonsets.objects.iter() {
             let state = index.state.entry(uid.clone()).or_default();
             state.set_skip(&node.name, should_run(&node, &ds.template));
             if synced {
@@ -59,7 +59,7 @@ impl Stored for Node {
             }
         }
         let name = node.name.clone();
-        index.nodes.objects.insert(name.clone(), node);
+        index.nodes.objects.insert(node);
         for uid in departed {
             index.refresh_pair(&uid, &name, since, None);
         }
@@ -84,7 +84,7 @@ impl Index {
     fn flaps(&self, new: &Node) -> Vec<(Str, Flap)> {
         let Some(old) = self.nodes.objects.get(&new.name) else { return Vec::new() };
         let mut flaps = Vec::new();
-        for (uid, ds) in &self.daemonsets.objects {
+        for (uid, ds) in self.daemonsets.objects.iter() {
             let Some(state) = self.state.get(uid) else { continue };
             let (Some(since), Some(skip)) = (state.misscheduled.get(&new.name), state.skips.get(&new.name)) else {
                 continue;

@@ -28,7 +28,7 @@ impl Stored for Pod {
     fn upsert(self: Box<Self>, index: &mut Index) {
         let pod = self;
         // Most pod events are status updates, which leave the compact pod as it was.
-        if index.pods.objects.get(&pod.uid) == Some(&pod) {
+        if index.pods.objects.get(&pod.uid) == Some(&*pod) {
             return;
         }
         index.generation += 1;
@@ -41,7 +41,7 @@ impl Stored for Pod {
         // or labels is still there.
         let gone = old.filter(|_| !pod.counts_for_status());
         // In the store before the refresh, which reads whether the pair's pod is Ready.
-        index.pods.objects.insert(pod.uid.clone(), pod);
+        index.pods.objects.insert(pod);
         index.refresh_touched(touched.into_iter().flatten(), parting, gone);
     }
 
@@ -139,7 +139,7 @@ impl Index {
             state.claimed.clear();
         }
         for uid in owned {
-            if let Some(pod) = self.pods.objects.get(&uid).cloned() {
+            if let Some(pod) = self.pods.objects.get(&uid).map(|pod| Box::new(pod.clone())) {
                 self.claim(&pod);
             }
         }

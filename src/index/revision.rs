@@ -33,7 +33,7 @@ impl Stored for Revision {
         if let (Some(owner), Some(hash)) = (&rev.owner_uid, &rev.hash) {
             index.revision_by_hash.insert((owner.clone(), hash.clone()), rev.uid.clone());
         }
-        index.revisions.objects.insert(rev.uid.clone(), rev);
+        index.revisions.objects.insert(rev);
     }
 
     fn remove(index: &mut Index, uid: &Str) {
@@ -59,6 +59,6 @@ impl Indexed for ControllerRevision {
 impl Index {
     pub(super) fn revision_of(&self, ds: &DaemonSet, pod: &Pod) -> Option<&Revision> {
         let key = (ds.uid.clone(), pod.revision_hash()?.clone());
-        self.revisions.objects.get(self.revision_by_hash.get(&key)?).map(|rev| &**rev)
+        self.revisions.objects.get(self.revision_by_hash.get(&key)?)
     }
 }

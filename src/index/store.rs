@@ -1,7 +1,8 @@
 //! A reflector-style store of one resource's compact objects.
 
 use super::Stored;
-use crate::model::{FastMap, FastSet};
+use super::keyed::Keyed;
+use crate::model::FastSet;
 
 /// Which watch stream an event came from: a namespace, or `None` for a
 /// cluster-wide watch. A relist replaces only its own scope.
@@ -10,12 +11,12 @@ pub type Scope<'a> = Option<&'a str>;
 /// A reflector-style cache: during a relist the old contents stay visible and
 /// the new ones are buffered; `InitDone` swaps them.
 ///
-/// Objects are boxed: a hash map's buckets come in powers of two, so up to half of them
+/// Objects are boxed: a hash table's buckets come in powers of two, so up to half of them
 /// stand empty, and an empty bucket costs its full size. Boxed, that is 8 bytes rather
-/// than a whole pod, and a relist's buffer moves pointers, not objects, into the map.
+/// than a whole pod, and a relist's buffer moves pointers, not objects, into the table.
 #[derive(Debug)]
 pub struct Store<T: Stored> {
-    pub(super) objects: FastMap<T::Key, Box<T>>,
+    pub(super) objects: Keyed<T>,
     /// Relists under way, one per scope (a namespace, or `None` for all): a short list.
     /// Each buffers its objects in list order; a key listed twice is applied twice, the
     /// later one winning, as in a map.
@@ -27,7 +28,7 @@ pub struct Store<T: Stored> {
 
 impl<T: Stored> Default for Store<T> {
     fn default() -> Self {
-        Self { objects: FastMap::default(), relists: Vec::new(), synced_scopes: FastSet::default(), scopes: 1 }
+        Self { objects: Keyed::default(), relists: Vec::new(), synced_scopes: FastSet::default(), scopes: 1 }
     }
 }
 

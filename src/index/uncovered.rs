@@ -5,8 +5,9 @@
 
 use super::claimed::ClaimedPods;
 use super::daemonset_state::DaemonSetState;
+use super::keyed::Keyed;
 use super::{Index, Since};
-use crate::model::{FastMap, Node, Pod, Str, Timestamp, Uid};
+use crate::model::{Node, Pod, Str, Timestamp};
 use crate::rules::uncovered::is_available;
 
 impl Index {
@@ -97,8 +98,8 @@ impl Index {
 
 /// The pod `updateDaemonSetStatus` looks at on a node: the oldest claimed one, in the
 /// order `DaemonSetView::pods_on` lists them.
-pub(super) fn first_pod<'p>(claimed: Option<&ClaimedPods>, pods: &'p FastMap<Uid, Box<Pod>>) -> Option<&'p Pod> {
-    let pods = claimed.into_iter().flatten().filter_map(|uid| pods.get(uid).map(|p| &**p));
+pub(super) fn first_pod<'p>(claimed: Option<&ClaimedPods>, pods: &'p Keyed<Pod>) -> Option<&'p Pod> {
+    let pods = claimed.into_iter().flatten().filter_map(|uid| pods.get(uid));
     pods.min_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)))
 }
 
@@ -106,7 +107,7 @@ pub(super) fn first_pod<'p>(claimed: Option<&ClaimedPods>, pods: &'p FastMap<Uid
 /// (`podutil.IsPodAvailable`).
 pub(super) fn first_pod_available(
     claimed: Option<&ClaimedPods>,
-    pods: &FastMap<Uid, Box<Pod>>,
+    pods: &Keyed<Pod>,
     min_ready_seconds: u32,
     now: Timestamp,
 ) -> bool {
@@ -115,7 +116,7 @@ pub(super) fn first_pod_available(
 
 /// The eligible nodes where the DaemonSet has no pod: uncovered. Scans the nodes only when
 /// it counts fewer eligible nodes with a pod than it wants, rare once synced.
-fn track_missing(state: &mut DaemonSetState, nodes: &FastMap<Str, Box<Node>>, since: Since) {
+fn track_missing(state: &mut DaemonSetState, nodes: &Keyed<Node>, since: Since) {
     let wanted = nodes.len().saturating_sub(state.skips.len());
     let with_pods =
         state.claimed.keys().filter(|node| nodes.contains_key(*node) && !state.skips.contains_key(*node)).count();

@@ -210,7 +210,7 @@ impl<'a> DaemonSetView<'a> {
     pub fn pods_on(&self, node: &str) -> Vec<&'a Pod> {
         let pods = &self.index.pods.objects;
         let mut on: Vec<&Pod> =
-            self.state.claimed.get(node).into_iter().flatten().filter_map(|uid| pods.get(uid).map(|p| &**p)).collect();
+            self.state.claimed.get(node).into_iter().flatten().filter_map(|uid| pods.get(uid)).collect();
         on.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
         on
     }
