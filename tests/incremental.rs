@@ -591,3 +591,38 @@ const FIELDS: [&str; 16] = [
     "/status/conditions",
     "/status/containerStatuses",
 ];
+
+/// An autoscaler's nodes come and go under new names, each with its daemon pod for a while.
+/// The index numbers the nodes pods are claimed on (columns by node) and must forget the
+/// numbers of names gone: its claims stay the size of the live nodes, and what it says
+/// equals an index built from the objects that are left.
+#[test]
+fn nodes_that_come_and_go_under_new_names_are_forgotten() {
+    let ds = make_ds(0, false, false, Selector::Own, false);
+    let stable: Vec<Node> = (0..5).map(|i| make_node(i, true, [false; 4])).collect();
+    let stable_pods: Vec<Pod> = (0..5).map(|i| make_pod(&ds, i, true, true, Owner::Controller, false, false)).collect();
+    let mut index = cluster(stable.clone(), vec![ds.clone()], vec![revision(&ds, "h")], stable_pods.clone());
+    let claims_bytes = |index: &Index| {
+        index.footprint().into_iter().find(|part| part.name.starts_with("claims")).map_or(0, |part| part.bytes)
+    };
+    let came_and_went = 5_000;
+    for i in 0..came_and_went {
+        let name = format!("scaled-{i}");
+        let scaled = node(&name, &[], &[]);
+        let pod = daemon_pod(&ds, &name, "h", true);
+        apply(&mut index, scaled.clone());
+        apply(&mut index, pod.clone());
+        // A drain taints the node, the pod goes, then the node.
+        apply(&mut index, node(&name, &[], &["ToBeDeletedByClusterAutoscaler=1:NoSchedule"]));
+        delete(&mut index, pod);
+        delete(&mut index, scaled);
+    }
+    let fresh = cluster(stable, vec![ds.clone()], vec![revision(&ds, "h")], stable_pods);
+    assert_eq!(observable(&index), observable(&fresh));
+    let slot = std::mem::size_of::<[usize; 3]>();
+    assert!(
+        claims_bytes(&index) < came_and_went * slot / 2,
+        "claims of {} B after {came_and_went} nodes came and went: the numbers of gone names are not reused",
+        claims_bytes(&index)
+    );
+}

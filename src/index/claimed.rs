@@ -1,8 +1,66 @@
-//! The pods a DaemonSet claims on one node: almost always one.
+//! The pods a DaemonSet claims, by node: almost always one on each.
 
 use std::ops::Deref;
 
+use super::node_ids::NodeId;
 use crate::model::Uid;
+
+/// A DaemonSet's claimed pods, as a column indexed by node number (`NodeIds`): 24 bytes per
+/// node where a hash table keyed by name took 41 per bucket, with twice the buckets as
+/// nodes at worst (65,000 nodes fill 131,072). An empty slot is an empty `Many`, which
+/// allocates nothing.
+#[derive(Debug, Default)]
+pub(super) struct Claims {
+    column: Vec<ClaimedPods>,
+}
+
+impl Claims {
+    pub(super) fn get(&self, node: NodeId) -> Option<&ClaimedPods> {
+        self.column.get(node.index()).filter(|pods| !pods.is_empty())
+    }
+
+    /// Adds `pod` on `node`, in a cluster whose node numbers are below `bound`.
+    pub(super) fn push(&mut self, node: NodeId, pod: Uid, bound: usize) {
+        let at = node.index();
+        if at >= self.column.len() {
+            // To every node numbered yet at once, and by a quarter at least: a list that
+            // numbers nodes one by one does not copy the column each time.
+            let len = self.column.len();
+            let want = bound.max(at + 1).max(len + len / 4 + 16);
+            self.column.reserve_exact(want - len);
+            self.column.resize_with(want, ClaimedPods::none);
+        }
+        let pods = &mut self.column[at];
+        if pods.is_empty() {
+            *pods = ClaimedPods::One(pod);
+        } else {
+            pods.push(pod);
+        }
+    }
+
+    /// Removes `pod` from `node`; returns whether it was there.
+    pub(super) fn remove(&mut self, node: NodeId, pod: &Uid) -> bool {
+        let Some(pods) = self.column.get_mut(node.index()).filter(|pods| !pods.is_empty()) else { return false };
+        let before = pods.len();
+        pods.retain(|uid| uid != pod);
+        pods.len() != before
+    }
+
+    /// The nodes with a pod, by number.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (NodeId, &ClaimedPods)> {
+        let numbered = self.column.iter().enumerate().map(|(at, pods)| (NodeId::at(at), pods));
+        numbered.filter(|(_, pods)| !pods.is_empty())
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.column.fill_with(ClaimedPods::none);
+    }
+
+    /// The column's slots, full or not: what it takes in memory.
+    pub(super) fn capacity(&self) -> usize {
+        self.column.capacity()
+    }
+}
 
 /// One pod inline, the rare others (a replacement beside its predecessor) boxed: 24 bytes
 /// in each bucket of a map with a bucket per node per DaemonSet, where a `SmallVec` of one
@@ -16,6 +74,11 @@ pub(super) enum ClaimedPods {
 const _: () = assert!(std::mem::size_of::<ClaimedPods>() == std::mem::size_of::<Uid>());
 
 impl ClaimedPods {
+    /// An empty slot of `Claims`.
+    fn none() -> Self {
+        Self::Many(Box::default())
+    }
+
     pub(super) fn push(&mut self, uid: Uid) {
         match self {
             Self::One(first) => *self = Self::Many(Box::new([first.clone(), uid])),

@@ -63,7 +63,8 @@ impl Stored for DaemonSet {
         if template_changed || selector_changed {
             let since = index.since();
             let candidates: FastSet<Str> = index.state.get(&uid).map_or_else(FastSet::default, |state| {
-                state.claimed.keys().chain(state.misscheduled.keys()).chain(state.departed.keys()).cloned().collect()
+                let claimed = state.claimed_nodes(&index.node_ids).map(|(node, _)| node);
+                claimed.chain(state.misscheduled.keys()).chain(state.departed.keys()).cloned().collect()
             });
             for node in candidates {
                 index.refresh_pair(&uid, &node, since, None);

@@ -2,10 +2,10 @@
 //! misscheduled nodes with when each became so, and the nodes it lost.
 
 use std::collections::BTreeMap;
-use std::collections::hash_map::Entry;
 
 use super::Since;
-use super::claimed::ClaimedPods;
+use super::claimed::{ClaimedPods, Claims};
+use super::node_ids::{NodeId, NodeIds};
 use super::coverage::{self, Flap, Loss, Pair, Step, Verdict};
 use crate::model::{FastMap, Pod, Str, Timestamp, Uid};
 use crate::rules::eligibility::{Skip, SkipReason};
@@ -18,7 +18,7 @@ pub(super) struct DaemonSetState {
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
     pub(super) skip_counts: FastMap<(SkipReason, Str), u32>,
     /// Claimed pods by target node: almost always one, kept inline.
-    pub(super) claimed: FastMap<Str, ClaimedPods>,
+    pub(super) claimed: Claims,
     /// Nodes that exist, are skipped, and have a claimed pod.
     pub(super) misscheduled: BTreeMap<Str, Since>,
     /// Nodes that exist and are skipped, whose last pod went while misscheduled (`coverage`).
@@ -37,21 +37,19 @@ pub(super) struct DaemonSetState {
 }
 
 impl DaemonSetState {
-    /// Records a claimed pod on `node`, in a cluster of `nodes` nodes.
-    pub(super) fn claim(&mut self, node: &Str, pod: &Uid, nodes: usize) {
-        // The map grows to about one entry per node the DaemonSet should run on. Sized for
-        // that when it first fills, it is not rehashed while an initial list claims them:
-        // each rehash rereads every node name, cold at this size.
-        if self.claimed.len() == self.claimed.capacity() {
-            let should_run_on = nodes.saturating_sub(self.skips.len());
-            self.claimed.reserve(should_run_on.saturating_sub(self.claimed.len()));
-        }
-        match self.claimed.entry(node.clone()) {
-            Entry::Occupied(mut pods) => pods.get_mut().push(pod.clone()),
-            Entry::Vacant(none) => {
-                none.insert(ClaimedPods::One(pod.clone()));
-            }
-        }
+    /// The pods claimed on `node`, if any.
+    pub(super) fn pods_on(&self, ids: &NodeIds, node: &str) -> Option<&ClaimedPods> {
+        self.claimed.get(ids.get(node)?)
+    }
+
+    /// The nodes with a claimed pod, by name.
+    pub(super) fn claimed_nodes<'a>(&'a self, ids: &'a NodeIds) -> impl Iterator<Item = (&'a Str, &'a ClaimedPods)> {
+        self.claimed.iter().filter_map(|(id, pods)| Some((ids.name(id)?, pods)))
+    }
+
+    /// Records a claimed pod on `node`, in a cluster whose node numbers are below `bound`.
+    pub(super) fn claim(&mut self, node: NodeId, pod: &Uid, bound: usize) {
+        self.claimed.push(node, pod.clone(), bound);
     }
 
     pub(super) fn set_skip(&mut self, node: &Str, skip: Option<Skip>) -> bool {
@@ -80,11 +78,17 @@ impl DaemonSetState {
     /// Recompute the pair (this DaemonSet, `node`) after a change. `parting`: the change took
     /// the pair's last pod while it was misscheduled, and that pod's verdict. Returns whether
     /// a loss started.
-    pub(super) fn refresh(&mut self, node: &Str, node_exists: bool, since: Since, parting: Option<Verdict>) -> bool {
+    pub(super) fn refresh(
+        &mut self,
+        (node, id): (&Str, Option<NodeId>),
+        node_exists: bool,
+        since: Since,
+        parting: Option<Verdict>,
+    ) -> bool {
         let pair = Pair {
             node_exists,
             skipped: self.skips.contains_key(node),
-            has_pod: self.claimed.get(node).is_some_and(|pods| !pods.is_empty()),
+            has_pod: id.is_some_and(|id| self.claimed.get(id).is_some()),
         };
         if pair.node_exists && pair.skipped && pair.has_pod {
             self.misscheduled.entry(node.clone()).or_insert(since);
@@ -126,10 +130,10 @@ impl DaemonSetState {
 
     /// What the departed pod's absence means now: `Some` when it was the controller's
     /// delete for a skip, that is when the node, still without a pod, is now skipped.
-    pub(super) fn departed_into_skip(&self, node: &Str) -> Option<(&Pod, &Skip)> {
+    pub(super) fn departed_into_skip(&self, ids: &NodeIds, node: &Str) -> Option<(&Pod, &Skip)> {
         let pod = self.departed.get(node)?;
         let skip = self.skips.get(node)?;
-        (!self.claimed.contains_key(node)).then_some((&**pod, skip))
+        self.pods_on(ids, node).is_none().then_some((&**pod, skip))
     }
 
     /// Forgets what the index kept for losses it has yet to see: the DaemonSet is not

@@ -51,8 +51,8 @@ impl Index {
             // the DaemonSet's pods. A pod it owns but does not claim counts nowhere.
             let uids: Vec<Uid> = match touched {
                 Touched::Nodes(names) => {
-                    let claimed = self.state.get(&ds.uid).map(|state| &state.claimed);
-                    names.iter().filter_map(|n| claimed?.get(n)).flatten().cloned().collect()
+                    let state = self.state.get(&ds.uid);
+                    names.iter().filter_map(|n| state?.pods_on(&self.node_ids, n)).flatten().cloned().collect()
                 }
                 Touched::DaemonSet { .. } => self.owned_pods(&ds.uid),
             };

@@ -32,7 +32,7 @@ impl Index {
         let pods = &self.pods.objects;
         let states = || self.state.values();
         let spilled: usize = states()
-            .flat_map(|s| s.claimed.values())
+            .flat_map(|s| s.claimed.iter().map(|(_, pods)| pods))
             .filter_map(|pods| match pods {
                 ClaimedPods::Many(uids) => Some(size_class(uids.len() * size_of::<Uid>())),
                 ClaimedPods::One(_) => None,
@@ -52,7 +52,7 @@ impl Index {
             },
             Part {
                 name: "claims: per DaemonSet, pods by node",
-                bytes: states().map(|s| table::<Str, ClaimedPods>(s.claimed.capacity())).sum::<usize>() + spilled,
+                bytes: states().map(|s| s.claimed.capacity() * size_of::<ClaimedPods>()).sum::<usize>() + spilled,
                 grows_with: Grows::Pods,
             },
             Part {

@@ -17,6 +17,7 @@ mod excerpt;
 mod failed_create;
 mod footprint;
 mod keyed;
+mod node_ids;
 mod node;
 mod pod;
 mod resource;
@@ -30,6 +31,7 @@ use kube::runtime::watcher::Event;
 
 use self::coverage::Verdict;
 use self::daemonset_state::DaemonSetState;
+use self::node_ids::NodeIds;
 pub use self::excerpt::Touched;
 pub use self::failed_create::{EventsRead, FailedCreateEvent};
 pub use self::footprint::{Grows, Part};
@@ -85,6 +87,8 @@ pub struct Index {
     daemonsets: Store<DaemonSet>,
     revisions: Store<Revision>,
     pods: Store<Pod>,
+    /// The numbers of the nodes pods are claimed on, which index `DaemonSetState::claimed`.
+    node_ids: NodeIds,
     state: FastMap<Str, DaemonSetState>,
     /// Pods by the UID of their controller ownerReference that count on no node of it: its
     /// DaemonSet is not cached (yet), its selector does not match them, they do not count
@@ -277,7 +281,7 @@ impl Index {
             let leaves = parting.take_if(|p| p.owner == owner && p.node == node).map(|p| p.leaves);
             let verdict = match (leaves, self.state.get_mut(&owner)) {
                 // The pod left and nothing replaced it.
-                (Some(leaves), Some(state)) if !state.claimed.contains_key(&node) => {
+                (Some(leaves), Some(state)) if state.pods_on(&self.node_ids, &node).is_none() => {
                     // The episode's pod is gone either way: explained now, or never.
                     state.flapped.remove(&node);
                     match leaves {
@@ -303,11 +307,13 @@ impl Index {
         let synced = self.synced();
         let min_ready = self.daemonsets.objects.get(owner).map_or(0, |ds| ds.min_ready_seconds);
         let Some(state) = self.state.get_mut(owner) else { return };
+        let id = self.node_ids.get(node);
+        let claimed = id.and_then(|id| state.claimed.get(id));
         if synced {
-            let covered = first_pod_available(state.claimed.get(node), &self.pods.objects, min_ready, self.now);
+            let covered = first_pod_available(claimed, &self.pods.objects, min_ready, self.now);
             state.track_uncovered(node, node_exists, covered, since);
         }
-        if state.refresh(node, node_exists, since, verdict) {
+        if state.refresh((node, id), node_exists, since, verdict) {
             self.loss_started(since);
         }
     }
@@ -315,7 +321,7 @@ impl Index {
     /// The verdict of the pod that left `node` while it was eligible, now that the
     /// DaemonSet skips the node and still has no pod there.
     fn departed_verdict(&self, owner: &Str, node: &Str) -> Option<Verdict> {
-        let (pod, skip) = self.state.get(owner)?.departed_into_skip(node)?;
+        let (pod, skip) = self.state.get(owner)?.departed_into_skip(&self.node_ids, node)?;
         let ds = self.daemonsets.objects.get(owner).filter(|ds| ds.is_synced_by_controller())?;
         let classification = self.classify(ds, skip, self.nodes.objects.get(node)?, pod);
         Some(Verdict::of(classification, pod.deletion().map(|d| d.requested_at())))

@@ -40,15 +40,16 @@ impl Stored for Node {
         let flaps = index.flaps(&node);
         let synced = index.synced();
         let mut departed = Vec::new();
+        let id = index.node_ids.get(&node.name);
         for (uid, ds) in index.daemonsets.objects.iter() {
             let state = index.state.entry(uid.clone()).or_default();
             state.set_skip(&node.name, should_run(&node, &ds.template));
             if synced {
-                let pods = &index.pods.objects;
-                let covered = first_pod_available(state.claimed.get(&node.name), pods, ds.min_ready_seconds, index.now);
+                let (pods, claimed) = (&index.pods.objects, id.and_then(|id| state.claimed.get(id)));
+                let covered = first_pod_available(claimed, pods, ds.min_ready_seconds, index.now);
                 state.track_uncovered(&node.name, true, covered, since);
             }
-            state.refresh(&node.name, true, since, None);
+            state.refresh((&node.name, id), true, since, None);
             if state.departed.contains_key(&node.name) {
                 departed.push(uid.clone());
             }
@@ -69,10 +70,11 @@ impl Stored for Node {
         let Some(node) = index.nodes.objects.remove(name) else { return };
         index.generation += 1;
         let since = index.since();
+        let id = index.node_ids.get(&node.name);
         for state in index.state.values_mut() {
             state.set_skip(&node.name, None);
             state.uncovered.remove(&node.name);
-            state.refresh(&node.name, false, since, None);
+            state.refresh((&node.name, id), false, since, None);
         }
     }
 }
@@ -89,7 +91,7 @@ impl Index {
             let (Some(since), Some(skip)) = (state.misscheduled.get(&new.name), state.skips.get(&new.name)) else {
                 continue;
             };
-            let pods = state.claimed.get(&new.name).map(|pods| &**pods).unwrap_or_default();
+            let pods = state.pods_on(&self.node_ids, &new.name).map(|pods| &**pods).unwrap_or_default();
             let ([pod], false) = (pods, skip.should_continue_running()) else { continue };
             let Some(pod) = self.pods.objects.get(pod) else { continue };
             if should_run(new, &ds.template).is_some() {

@@ -90,8 +90,14 @@ impl Index {
             }
             return None;
         };
+        let numbered = self.node_ids.len();
+        let id = self.node_ids.assign(node);
         let state = self.state.entry(claimant.clone()).or_default();
-        state.claim(node, &pod.uid, self.nodes.objects.len());
+        state.claim(id, &pod.uid, self.node_ids.bound());
+        if self.node_ids.len() > numbered && self.node_ids.sweep_due(self.nodes.objects.len()) {
+            let states = &self.state;
+            self.node_ids.sweep(|id| states.values().any(|state| state.claimed.get(id).is_some()));
+        }
         Some((claimant, node.clone()))
     }
 
@@ -102,7 +108,7 @@ impl Index {
         let owner = pod.controller_uid().or_else(|| self.adopted_by.get(&pod.uid))?;
         let node = pod.target_node.as_ref()?;
         let state = self.state.get(owner)?;
-        if **state.claimed.get(node)? != *std::slice::from_ref(&pod.uid) {
+        if **state.pods_on(&self.node_ids, node)? != *std::slice::from_ref(&pod.uid) {
             return None;
         }
         let ds = self.daemonsets.objects.get(owner)?;
@@ -125,7 +131,7 @@ impl Index {
     /// The pods whose controller is `owner`: its claims but the orphans it adopted, and the
     /// ones that count nowhere.
     pub(super) fn owned_pods(&self, owner: &Str) -> Vec<Uid> {
-        let claimed = self.state.get(owner).into_iter().flat_map(|state| state.claimed.values().flatten());
+        let claimed = self.state.get(owner).into_iter().flat_map(|state| state.claimed.iter().flat_map(|(_, pods)| pods));
         let adopted = |uid: &&Uid| self.adopted_by.contains_key(*uid);
         let uncounted = self.uncounted_owned.get(owner).into_iter().flatten();
         claimed.filter(|uid| !adopted(uid)).chain(uncounted).cloned().collect()
@@ -168,12 +174,10 @@ impl Index {
             }
         };
         let node = pod.target_node.as_ref()?;
+        let id = self.node_ids.get(node)?;
         let state = self.state.get_mut(&claimant)?;
-        let pods = state.claimed.get_mut(node)?;
-        pods.retain(|uid| *uid != pod.uid);
-        if pods.is_empty() {
-            state.claimed.remove(node);
-        }
+        state.claimed.get(id)?;
+        state.claimed.remove(id, &pod.uid);
         Some((claimant, node.clone()))
     }
 }

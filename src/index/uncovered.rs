@@ -6,6 +6,7 @@
 use super::claimed::ClaimedPods;
 use super::daemonset_state::DaemonSetState;
 use super::keyed::Keyed;
+use super::node_ids::NodeIds;
 use super::{Index, Since};
 use crate::model::{Node, Pod, Str, Timestamp};
 use crate::rules::uncovered::is_available;
@@ -49,12 +50,12 @@ impl Index {
         for (owner, node) in unavailable {
             let min_ready = min_ready(&owner);
             let Some(state) = self.state.get_mut(&owner) else { continue };
-            let Some(pods) = state.claimed.get(&node) else { continue };
+            let Some(pods) = state.pods_on(&self.node_ids, &node) else { continue };
             let covered = first_pod_available(Some(pods), &self.pods.objects, min_ready, self.now);
             state.track_uncovered(&node, self.nodes.objects.contains_key(&node), covered, since);
         }
         for state in self.state.values_mut() {
-            track_missing(state, &self.nodes.objects, since);
+            track_missing(state, &self.nodes.objects, &self.node_ids, since);
         }
     }
 
@@ -68,9 +69,11 @@ impl Index {
                 continue;
             }
             let before = state.uncovered.len();
-            let (pods, now) = (&self.pods.objects, self.now);
-            let claimed = &state.claimed;
-            state.uncovered.retain(|node, _| !first_pod_available(claimed.get(node), pods, min_ready, now));
+            let (pods, now, ids) = (&self.pods.objects, self.now, &self.node_ids);
+            let (claimed, uncovered) = (&state.claimed, &mut state.uncovered);
+            uncovered.retain(|node, _| {
+                !first_pod_available(ids.get(node).and_then(|id| claimed.get(id)), pods, min_ready, now)
+            });
             if state.uncovered.len() != before {
                 self.generation += 1;
             }
@@ -85,14 +88,13 @@ impl Index {
         state.uncovered.clear();
         let pods = &self.pods.objects;
         let claimed: Vec<(Str, bool)> = state
-            .claimed
-            .iter()
+            .claimed_nodes(&self.node_ids)
             .map(|(node, claimed)| (node.clone(), first_pod_available(Some(claimed), pods, min_ready, self.now)))
             .collect();
         for (node, covered) in claimed {
             state.track_uncovered(&node, self.nodes.objects.contains_key(&node), covered, since);
         }
-        track_missing(state, &self.nodes.objects, since);
+        track_missing(state, &self.nodes.objects, &self.node_ids, since);
     }
 }
 
@@ -116,14 +118,14 @@ pub(super) fn first_pod_available(
 
 /// The eligible nodes where the DaemonSet has no pod: uncovered. Scans the nodes only when
 /// it counts fewer eligible nodes with a pod than it wants, rare once synced.
-fn track_missing(state: &mut DaemonSetState, nodes: &Keyed<Node>, since: Since) {
+fn track_missing(state: &mut DaemonSetState, nodes: &Keyed<Node>, ids: &NodeIds, since: Since) {
     let wanted = nodes.len().saturating_sub(state.skips.len());
-    let with_pods =
-        state.claimed.keys().filter(|node| nodes.contains_key(*node) && !state.skips.contains_key(*node)).count();
+    let claimed = state.claimed_nodes(ids);
+    let with_pods = claimed.filter(|(node, _)| nodes.contains_key(*node) && !state.skips.contains_key(*node)).count();
     if with_pods >= wanted {
         return;
     }
-    let missing: Vec<Str> = nodes.keys().filter(|node| !state.claimed.contains_key(*node)).cloned().collect();
+    let missing: Vec<Str> = nodes.keys().filter(|node| state.pods_on(ids, node).is_none()).cloned().collect();
     for node in missing {
         state.track_uncovered(&node, true, false, since);
     }

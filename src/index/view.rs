@@ -126,7 +126,8 @@ impl<'a> DaemonSetView<'a> {
     /// `currentNumberScheduled`: nodes where `shouldRun` is true that have a counted pod.
     pub fn scheduled_nodes(&self) -> usize {
         let nodes = &self.index.nodes.objects;
-        self.state.claimed.keys().filter(|n| nodes.contains_key(*n) && !self.state.skips.contains_key(*n)).count()
+        let claimed = self.state.claimed_nodes(&self.index.node_ids);
+        claimed.filter(|(n, _)| nodes.contains_key(*n) && !self.state.skips.contains_key(*n)).count()
     }
 
     /// The nodes this DaemonSet should run on without an available pod, by node name.
@@ -141,7 +142,7 @@ impl<'a> DaemonSetView<'a> {
         };
         for (node, since) in &self.state.uncovered {
             // The one pod the controller counts there, without sorting every claimed one.
-            let pod = first_pod(self.state.claimed.get(node), &self.index.pods.objects);
+            let pod = first_pod(self.state.pods_on(&self.index.node_ids, node), &self.index.pods.objects);
             let (reason, evidence) = match pod {
                 Some(pod) => {
                     let entered = pod.health_since().max(pod.created);
@@ -210,7 +211,7 @@ impl<'a> DaemonSetView<'a> {
     pub fn pods_on(&self, node: &str) -> Vec<&'a Pod> {
         let pods = &self.index.pods.objects;
         let mut on: Vec<&Pod> =
-            self.state.claimed.get(node).into_iter().flatten().filter_map(|uid| pods.get(uid)).collect();
+            self.state.pods_on(&self.index.node_ids, node).into_iter().flatten().filter_map(|uid| pods.get(uid)).collect();
         on.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
         on
     }
@@ -222,7 +223,7 @@ impl<'a> DaemonSetView<'a> {
 
     /// Whether the DaemonSet counts a pod on `node`.
     pub fn has_pod(&self, node: &str) -> bool {
-        self.state.claimed.get(node).is_some_and(|pods| !pods.is_empty())
+        self.state.pods_on(&self.index.node_ids, node).is_some()
     }
 
     pub fn misscheduled_node_count(&self) -> usize {

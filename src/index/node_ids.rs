@@ -1,0 +1,111 @@
+//! Node names as small numbers, so that what a DaemonSet keeps per node can be a column
+//! indexed by node rather than a hash table keyed by name.
+
+use crate::model::{FastMap, Str};
+
+/// A node name's number. Numbers of names nothing uses any more are reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) struct NodeId(u32);
+
+impl NodeId {
+    pub(super) fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The number at `index` of a column, which is below `NodeIds::bound`.
+    pub(super) fn at(index: usize) -> Self {
+        Self(index as u32)
+    }
+}
+
+/// The numbers of the node names pods were claimed on. A name gets one when a DaemonSet
+/// first claims a pod there; it is freed by a sweep once no DaemonSet claims a pod there,
+/// so that nodes coming and going under new names (an autoscaler's) do not grow it forever.
+#[derive(Debug, Default)]
+pub(super) struct NodeIds {
+    ids: FastMap<Str, NodeId>,
+    /// Each number's name; `None` when it is free.
+    names: Vec<Option<Str>>,
+    free: Vec<NodeId>,
+}
+
+/// Numbered names beyond twice the nodes, and this many more, are worth a sweep: a sweep
+/// reads every DaemonSet's column, so it runs after about as many names died as there are nodes.
+const SWEEP_SLACK: usize = 1024;
+
+impl NodeIds {
+    pub(super) fn get(&self, name: &str) -> Option<NodeId> {
+        self.ids.get(name).copied()
+    }
+
+    /// `name`'s number, given one if it has none.
+    pub(super) fn assign(&mut self, name: &Str) -> NodeId {
+        if let Some(id) = self.get(name) {
+            return id;
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.names[id.index()] = Some(name.clone());
+                id
+            }
+            None => {
+                let id = NodeId(u32::try_from(self.names.len()).expect("fewer than 4 billion node names"));
+                self.names.push(Some(name.clone()));
+                id
+            }
+        };
+        self.ids.insert(name.clone(), id);
+        id
+    }
+
+    /// The name numbered `id`, while it is in use.
+    pub(super) fn name(&self, id: NodeId) -> Option<&Str> {
+        self.names.get(id.index())?.as_ref()
+    }
+
+    /// How many names have a number.
+    pub(super) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// One past the highest number given: how long a column must be to hold every node.
+    pub(super) fn bound(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether enough names may have died, with `nodes` nodes cached, for a sweep to pay.
+    pub(super) fn sweep_due(&self, nodes: usize) -> bool {
+        self.len() > 2 * nodes + SWEEP_SLACK
+    }
+
+    /// Frees the numbers `in_use` says nothing uses.
+    pub(super) fn sweep(&mut self, in_use: impl Fn(NodeId) -> bool) {
+        for (at, slot) in self.names.iter_mut().enumerate() {
+            let id = NodeId::at(at);
+            if slot.is_some() && !in_use(id) {
+                if let Some(name) = slot.take() {
+                    self.ids.remove(&name);
+                }
+                self.free.push(id);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_stable_and_reused_after_a_sweep() {
+        let mut ids = NodeIds::default();
+        let (a, b) = (ids.assign(&Str::from("a")), ids.assign(&Str::from("b")));
+        assert_eq!(ids.assign(&Str::from("a")), a, "a name keeps its number");
+        assert_eq!((ids.len(), ids.bound()), (2, 2));
+        ids.sweep(|id| id == b);
+        assert_eq!((ids.get("a"), ids.name(a), ids.name(b).map(|n| &**n)), (None, None, Some("b")));
+        assert_eq!(ids.assign(&Str::from("c")), a, "a freed number is given again");
+        assert_eq!((ids.len(), ids.bound()), (2, 2));
+        assert!(!ids.sweep_due(0));
+    }
+}
