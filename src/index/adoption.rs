@@ -32,7 +32,8 @@ impl Index {
     /// (DaemonSet, node) pairs to refresh.
     pub(super) fn readopt(&mut self, namespace: &Str) -> Vec<(Str, Str)> {
         let Some(orphans) = self.orphans.get(namespace) else { return Vec::new() };
-        let orphans: Vec<Box<Pod>> = orphans.iter().filter_map(|uid| self.pods.objects.get(uid)).map(|pod| Box::new(pod.clone())).collect();
+        let orphans: Vec<Box<Pod>> =
+            orphans.iter().filter_map(|uid| self.pods.objects.get(uid)).map(|pod| Box::new(pod.clone())).collect();
         let mut touched = Vec::new();
         for pod in orphans {
             touched.extend(self.unclaim(&pod));

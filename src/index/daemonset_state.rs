@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use super::Since;
 use super::claimed::{ClaimedPods, Claims};
-use super::node_ids::{NodeId, NodeIds};
 use super::coverage::{self, Flap, Loss, Pair, Step, Verdict};
+use super::node_ids::{NodeId, NodeIds};
 use crate::model::{FastMap, Pod, Str, Timestamp, Uid};
 use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::Reason;

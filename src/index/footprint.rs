@@ -40,11 +40,7 @@ impl Index {
             .sum();
         let node_bytes: usize = self.nodes.objects.values().map(node_heap).sum();
         vec![
-            Part {
-                name: "pod cache: table by UID",
-                bytes: set::<Box<Pod>>(pods.capacity()),
-                grows_with: Grows::Pods,
-            },
+            Part { name: "pod cache: table by UID", bytes: set::<Box<Pod>>(pods.capacity()), grows_with: Grows::Pods },
             Part {
                 name: "pod cache: the boxed pods",
                 bytes: pods.len() * size_class(size_of::<Pod>()),

@@ -131,7 +131,8 @@ impl Index {
     /// The pods whose controller is `owner`: its claims but the orphans it adopted, and the
     /// ones that count nowhere.
     pub(super) fn owned_pods(&self, owner: &Str) -> Vec<Uid> {
-        let claimed = self.state.get(owner).into_iter().flat_map(|state| state.claimed.iter().flat_map(|(_, pods)| pods));
+        let claimed =
+            self.state.get(owner).into_iter().flat_map(|state| state.claimed.iter().flat_map(|(_, pods)| pods));
         let adopted = |uid: &&Uid| self.adopted_by.contains_key(*uid);
         let uncounted = self.uncounted_owned.get(owner).into_iter().flatten();
         claimed.filter(|uid| !adopted(uid)).chain(uncounted).cloned().collect()

@@ -210,8 +210,13 @@ impl<'a> DaemonSetView<'a> {
     /// The pods the DaemonSet counts on `node`, oldest first, terminating ones included.
     pub fn pods_on(&self, node: &str) -> Vec<&'a Pod> {
         let pods = &self.index.pods.objects;
-        let mut on: Vec<&Pod> =
-            self.state.pods_on(&self.index.node_ids, node).into_iter().flatten().filter_map(|uid| pods.get(uid)).collect();
+        let mut on: Vec<&Pod> = self
+            .state
+            .pods_on(&self.index.node_ids, node)
+            .into_iter()
+            .flatten()
+            .filter_map(|uid| pods.get(uid))
+            .collect();
         on.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
         on
     }
