@@ -13,7 +13,7 @@ impl Index {
         let mut selecting = self.daemonsets.objects.values().filter(|ds| {
             ds.is_synced_by_controller()
                 && ds.id.namespace == *pod.id.namespace()
-                && selector_matches(&ds.selector, &pod.labels)
+                && selector_matches(&ds.selector, pod.labels())
         });
         let first = selecting.next()?;
         let Some(second) = selecting.next() else { return Some(first.uid.clone()) };

@@ -187,7 +187,7 @@ impl Index {
 /// (else `ClaimPods` releases it), the status sync does not skip it, and it names a
 /// target node.
 pub(super) fn counted_node<'p>(ds: &DaemonSet, pod: &'p Pod) -> Option<&'p Str> {
-    if !selector_matches(&ds.selector, &pod.labels) || !pod.counts_for_status() {
+    if !selector_matches(&ds.selector, pod.labels()) || !pod.counts_for_status() {
         return None;
     }
     pod.target_node.as_ref()

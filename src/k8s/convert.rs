@@ -212,6 +212,8 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
     let uid = Uid::parse(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
     let labels = interner.labels(meta.labels.iter().flatten());
     let spec = pod.spec.as_ref();
+    // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
+    let own_placement = interner.own_placement(spec);
     let target_node = spec.and_then(target_node_name).map(|n| interner.str(n));
     let created = meta.creation_timestamp.as_ref().map_or(0, seconds);
     let health = read_health(pod.status.as_ref());
@@ -221,10 +223,8 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
     Ok(Pod {
         uid,
         id,
-        labels,
+        shape: interner.pod_shape(labels, own_placement),
         target_node,
-        // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
-        own_placement: interner.own_placement(spec),
         created,
         rare,
         terminal: pod.is_terminal(),
@@ -254,9 +254,9 @@ pub fn pod_unchanged_but_uid(decoded: &SlimPod, cached: &Pod) -> bool {
     let owner = controller(meta.owner_references.as_deref());
     owner.map(|o| o.uid.as_str()) == cached.controller_uid().map(|uid| &**uid)
         // The revision hash is one of the labels.
-        && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
+        && same_pairs(meta.labels.iter().flatten(), cached.labels().iter())
         && spec.and_then(target_node_name) == cached.target_node.as_deref()
-        && is_own_placement(&cached.own_placement, spec)
+        && is_own_placement(cached.own_placement(), spec)
         && deletion(meta) == cached.deletion()
         && decoded.is_terminal() == cached.terminal
         && same_health(decoded.status.as_ref(), cached)

@@ -12,7 +12,7 @@ use hashbrown::HashTable;
 use crate::model::PlacementSpec;
 use crate::model::text::{same_pair, same_toleration};
 use crate::model::{
-    FastSet, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, Str, Toleration, TolerationParts,
+    FastSet, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, PodShape, Str, Toleration, TolerationParts,
 };
 
 /// Interned values are dropped by `collect_garbage` once only the interner holds them.
@@ -28,6 +28,7 @@ pub struct Interner {
     label_sets: HashTable<Labels>,
     placements: HashTable<Arc<Placement>>,
     pod_scopes: HashTable<Arc<PodScope>>,
+    pod_shapes: HashTable<Arc<PodShape>>,
     hasher: foldhash::fast::RandomState,
     inserts_since_gc: usize,
 }
@@ -39,6 +40,7 @@ impl std::fmt::Debug for Interner {
             .field("label_sets", &self.label_sets.len())
             .field("placements", &self.placements.len())
             .field("pod_scopes", &self.pod_scopes.len())
+            .field("pod_shapes", &self.pod_shapes.len())
             .finish()
     }
 }
@@ -129,6 +131,22 @@ impl Interner {
         PodId::new(scope, rest)
     }
 
+    /// The shared shape of a pod with these (interned) labels and own placement: the two are
+    /// told apart by address, as the interner shares each.
+    pub fn pod_shape(&mut self, labels: Labels, own_placement: Arc<Placement>) -> Arc<PodShape> {
+        let key = |s: &PodShape| (Arc::as_ptr(&s.labels), Arc::as_ptr(&s.own_placement));
+        let wanted = (Arc::as_ptr(&labels), Arc::as_ptr(&own_placement));
+        let hash = self.hasher.hash_one(wanted);
+        if let Some(existing) = self.pod_shapes.find(hash, |s| key(s) == wanted) {
+            return existing.clone();
+        }
+        let shape = Arc::new(PodShape { labels, own_placement });
+        let hasher = &self.hasher;
+        self.pod_shapes.insert_unique(hash, shape.clone(), |s| hasher.hash_one(key(s)));
+        self.note_insert();
+        shape
+    }
+
     /// Shared strings for a sorted list of pairs (a nodeSelector).
     pub fn pairs<'a>(&mut self, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(Str, Str)> {
         pairs.map(|(k, v)| (self.str(k), self.str(v))).collect()
@@ -162,6 +180,8 @@ impl Interner {
     /// Forget values no cached object refers to any more.
     pub fn collect_garbage(&mut self) {
         self.pod_scopes.retain(|s| Arc::strong_count(s) > 1);
+        // Before what shapes hold, which a dropped shape lets go of.
+        self.pod_shapes.retain(|s| Arc::strong_count(s) > 1);
         self.placements.retain(|p| Arc::strong_count(p) > 1);
         self.label_sets.retain(|l| Arc::strong_count(l) > 1);
         self.strings.retain(|s| Arc::strong_count(s) > 1);
@@ -169,7 +189,7 @@ impl Interner {
     }
 
     pub fn len(&self) -> usize {
-        self.strings.len() + self.label_sets.len() + self.placements.len() + self.pod_scopes.len()
+        self.strings.len() + self.label_sets.len() + self.placements.len() + self.pod_scopes.len() + self.pod_shapes.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -269,5 +289,21 @@ mod tests {
         interner.collect_garbage();
         assert_eq!(interner.len(), 1);
         assert!(Arc::ptr_eq(&kept, &interner.str("kept")));
+    }
+
+    #[test]
+    fn a_pod_shape_is_shared_and_lets_go_of_its_parts_when_dropped() {
+        let mut interner = Interner::default();
+        let (app, x) = ("app".to_owned(), "x".to_owned());
+        let shape = |interner: &mut Interner| {
+            let labels = interner.labels([(&app, &x)]);
+            let placement = interner.placement(Placement::default());
+            interner.pod_shape(labels, placement)
+        };
+        let first = shape(&mut interner);
+        assert!(Arc::ptr_eq(&first, &shape(&mut interner)), "one shape for the same labels and placement");
+        drop(first);
+        interner.collect_garbage();
+        assert_eq!(interner.len(), 0, "the shape, then its labels, placement and strings: {interner:?}");
     }
 }

@@ -218,12 +218,12 @@ pub fn classify(
 fn created_from_accepts(node: &Node, template: &Placement, pod: &Pod, origin: Option<&Placement>) -> bool {
     // Without the revision the original affinity is unknown; assume it was the current one.
     let terms = origin.unwrap_or(template).required_terms.as_deref();
-    affinity_mismatch(node, &pod.own_placement.node_selector, terms).is_none()
+    affinity_mismatch(node, &pod.own_placement().node_selector, terms).is_none()
 }
 
 /// Precedence among blocking taints: the `Reason` order (drain first).
 fn taint_reason(taint: &Taint, node: &Node, pod: &Pod, conventions: &Conventions) -> Reason {
-    let own = &pod.own_placement;
+    let own = pod.own_placement();
     if conventions.drain_taints.matches(&taint.key) {
         Reason::AutoscalerDrain
     } else if tolerated(taint, &own.tolerations, own.host_network) {
