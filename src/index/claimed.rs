@@ -38,12 +38,11 @@ impl Claims {
         }
     }
 
-    /// Removes `pod` from `node`; returns whether it was there.
-    pub(super) fn remove(&mut self, node: NodeId, pod: &Uid) -> bool {
-        let Some(pods) = self.column.get_mut(node.index()).filter(|pods| !pods.is_empty()) else { return false };
-        let before = pods.len();
-        pods.retain(|uid| uid != pod);
-        pods.len() != before
+    /// Removes `pod` from `node`, if it is there.
+    pub(super) fn remove(&mut self, node: NodeId, pod: &Uid) {
+        if let Some(pods) = self.column.get_mut(node.index()) {
+            pods.retain(|uid| uid != pod);
+        }
     }
 
     /// The nodes with a pod, by number.
@@ -63,8 +62,8 @@ impl Claims {
 }
 
 /// One pod inline, the rare others (a replacement beside its predecessor) boxed: 24 bytes
-/// in each bucket of a map with a bucket per node per DaemonSet, where a `SmallVec` of one
-/// takes 32. The one pod is the whole bucket at 65,000 nodes × 40 DaemonSets.
+/// in each slot of a column with a slot per node per DaemonSet, where a `SmallVec` of one
+/// takes 32. The one pod is the whole slot at 65,000 nodes × 40 DaemonSets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum ClaimedPods {
     One(Uid),
