@@ -75,9 +75,10 @@ impl DaemonSetState {
         true
     }
 
-    /// Recompute the pair (this DaemonSet, `node`) after a change. `parting`: the change took
-    /// the pair's last pod while it was misscheduled, and that pod's verdict. Returns whether
-    /// a loss started.
+    /// Recompute the pair (this DaemonSet, `node`) after a change. `id`: the node's number,
+    /// looked up once by a caller that refreshes it for every DaemonSet. `parting`: the change
+    /// took the pair's last pod while it was misscheduled, and that pod's verdict. Returns
+    /// whether a loss started.
     pub(super) fn refresh(
         &mut self,
         (node, id): (&Str, Option<NodeId>),
