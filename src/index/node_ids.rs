@@ -82,10 +82,8 @@ impl NodeIds {
     pub(super) fn sweep(&mut self, in_use: impl Fn(NodeId) -> bool) {
         for (at, slot) in self.names.iter_mut().enumerate() {
             let id = NodeId::at(at);
-            if slot.is_some() && !in_use(id) {
-                if let Some(name) = slot.take() {
-                    self.ids.remove(&name);
-                }
+            if let Some(name) = slot.take_if(|_| !in_use(id)) {
+                self.ids.remove(&name);
                 self.free.push(id);
             }
         }
