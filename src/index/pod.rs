@@ -106,7 +106,7 @@ impl Index {
     /// pod had as a misscheduled pod, or the one of the episode that explains its delete.
     pub(super) fn parting(&self, pod: &Pod) -> Option<Parting> {
         let owner = pod.controller_uid().or_else(|| self.adopted_by.get(&pod.uid))?;
-        let node = pod.target_node.as_ref()?;
+        let node = pod.target_node()?;
         let state = self.state.get(owner)?;
         if **state.pods_on(&self.node_ids, node)? != *std::slice::from_ref(&pod.uid) {
             return None;
@@ -174,7 +174,7 @@ impl Index {
                 self.adopted_by.remove(&pod.uid)?
             }
         };
-        let node = pod.target_node.as_ref()?;
+        let node = pod.target_node()?;
         let id = self.node_ids.get(node)?;
         let state = self.state.get_mut(&claimant)?;
         state.claimed.get(id)?;
@@ -190,5 +190,5 @@ pub(super) fn counted_node<'p>(ds: &DaemonSet, pod: &'p Pod) -> Option<&'p Str> 
     if !selector_matches(&ds.selector, pod.labels()) || !pod.counts_for_status() {
         return None;
     }
-    pod.target_node.as_ref()
+    pod.target_node()
 }

@@ -44,7 +44,7 @@ impl Index {
                 if is_available(pod.health, pod.health_since(), min_ready(owner), self.now) {
                     return None;
                 }
-                Some((owner.clone(), pod.target_node.clone()?))
+                Some((owner.clone(), pod.target_node()?.clone()))
             })
             .collect();
         for (owner, node) in unavailable {

@@ -214,7 +214,7 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
     let spec = pod.spec.as_ref();
     // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
     let own_placement = interner.own_placement(spec);
-    let target_node = spec.and_then(target_node_name).map(|n| interner.str(n));
+    let target_node = spec.and_then(target_node_name).map(|n| interner.thin_str(n));
     let created = meta.creation_timestamp.as_ref().map_or(0, seconds);
     let health = read_health(pod.status.as_ref());
     let deletion = deletion(meta);
@@ -255,7 +255,7 @@ pub fn pod_unchanged_but_uid(decoded: &SlimPod, cached: &Pod) -> bool {
     owner.map(|o| o.uid.as_str()) == cached.controller_uid().map(|uid| &**uid)
         // The revision hash is one of the labels.
         && same_pairs(meta.labels.iter().flatten(), cached.labels().iter())
-        && spec.and_then(target_node_name) == cached.target_node.as_deref()
+        && spec.and_then(target_node_name) == cached.target_node().map(|n| &**n)
         && is_own_placement(cached.own_placement(), spec)
         && deletion(meta) == cached.deletion()
         && decoded.is_terminal() == cached.terminal

@@ -12,7 +12,8 @@ use hashbrown::HashTable;
 use crate::model::PlacementSpec;
 use crate::model::text::{same_pair, same_toleration};
 use crate::model::{
-    FastSet, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, PodShape, Str, Toleration, TolerationParts,
+    FastSet, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, PodShape, Str, ThinStr, Toleration,
+    TolerationParts,
 };
 
 /// Interned values are dropped by `collect_garbage` once only the interner holds them.
@@ -29,6 +30,7 @@ pub struct Interner {
     placements: HashTable<Arc<Placement>>,
     pod_scopes: HashTable<Arc<PodScope>>,
     pod_shapes: HashTable<Arc<PodShape>>,
+    thin_strs: HashTable<ThinStr>,
     hasher: foldhash::fast::RandomState,
     inserts_since_gc: usize,
 }
@@ -41,6 +43,7 @@ impl std::fmt::Debug for Interner {
             .field("placements", &self.placements.len())
             .field("pod_scopes", &self.pod_scopes.len())
             .field("pod_shapes", &self.pod_shapes.len())
+            .field("thin_strs", &self.thin_strs.len())
             .finish()
     }
 }
@@ -61,6 +64,19 @@ impl Interner {
         self.note_insert();
         self.strings.insert(new.clone());
         new
+    }
+
+    /// The shared thin pointer to `s` (a pod's node name).
+    pub fn thin_str(&mut self, s: &str) -> ThinStr {
+        let hash = self.hasher.hash_one(s);
+        if let Some(existing) = self.thin_strs.find(hash, |t| ***t == *s) {
+            return existing.clone();
+        }
+        let thin = ThinStr::new(self.str(s));
+        let hasher = &self.hasher;
+        self.thin_strs.insert_unique(hash, thin.clone(), |t| hasher.hash_one(&***t));
+        self.note_insert();
+        thin
     }
 
     /// The shared label set equal to `pairs`, which come sorted by key (from a map).
@@ -180,6 +196,7 @@ impl Interner {
     /// Forget values no cached object refers to any more.
     pub fn collect_garbage(&mut self) {
         self.pod_scopes.retain(|s| Arc::strong_count(s) > 1);
+        self.thin_strs.retain(|t| !t.is_unshared());
         // Before what shapes hold, which a dropped shape lets go of.
         self.pod_shapes.retain(|s| Arc::strong_count(s) > 1);
         self.placements.retain(|p| Arc::strong_count(p) > 1);
@@ -189,7 +206,8 @@ impl Interner {
     }
 
     pub fn len(&self) -> usize {
-        self.strings.len() + self.label_sets.len() + self.placements.len() + self.pod_scopes.len() + self.pod_shapes.len()
+        let shared = self.label_sets.len() + self.placements.len() + self.pod_scopes.len() + self.pod_shapes.len();
+        self.strings.len() + shared + self.thin_strs.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -275,6 +293,9 @@ mod tests {
         let a = interner.str("node-a");
         let b = interner.str("node-a");
         assert!(Arc::ptr_eq(&a, &b));
+        let thin = interner.thin_str("node-a");
+        assert!(Arc::ptr_eq(&thin, &a), "a thin string points at the shared one");
+        assert!(std::ptr::eq(&**thin, &**interner.thin_str("node-a")));
         let (k, v) = ("app".to_string(), "agent".to_string());
         let l1 = interner.labels([(&k, &v)]);
         let l2 = interner.labels([(&k, &v)]);
@@ -286,8 +307,9 @@ mod tests {
         let mut interner = Interner::default();
         let kept = interner.str("kept");
         drop(interner.str("dropped"));
+        drop(interner.thin_str("dropped too"));
         interner.collect_garbage();
-        assert_eq!(interner.len(), 1);
+        assert_eq!(interner.len(), 1, "{interner:?}");
         assert!(Arc::ptr_eq(&kept, &interner.str("kept")));
     }
 

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use crate::model::{ObjectRef, Str};
 
-/// The longest end of a name kept inline.
-const REST: usize = 15;
+/// The longest end of a name kept inline: a daemon pod's is 5 characters (the controller's
+/// `generateName` suffix), and 7 puts the whole id in 16 bytes.
+const REST: usize = 7;
 
 /// Daemon pods are named `<generateName><five characters>`. The namespace, the name up to
 /// its last `-` and the controller are shared by all the pods of a DaemonSet
@@ -116,6 +117,8 @@ impl fmt::Debug for PodId {
         write!(f, "{}/{self}", self.namespace())
     }
 }
+
+const _: () = assert!(std::mem::size_of::<PodId>() == 16);
 
 #[cfg(test)]
 mod tests {
