@@ -2,6 +2,7 @@
 //! DaemonSet that selects it, so it counts there; one that several select counts nowhere.
 
 use super::Index;
+use super::keyed::Slot;
 use crate::model::{Pod, Str};
 use crate::rules::eligibility::selector_matches;
 
@@ -32,12 +33,13 @@ impl Index {
     /// (DaemonSet, node) pairs to refresh.
     pub(super) fn readopt(&mut self, namespace: &Str) -> Vec<(Str, Str)> {
         let Some(orphans) = self.orphans.get(namespace) else { return Vec::new() };
-        let orphans: Vec<Box<Pod>> =
-            orphans.iter().filter_map(|uid| self.pods.objects.get(uid)).map(|pod| Box::new(pod.clone())).collect();
+        let pods = &self.pods.objects;
+        let orphans: Vec<(Slot, Pod)> =
+            orphans.iter().filter_map(|uid| pods.slot(uid)).map(|slot| (slot, pods.at(slot).clone())).collect();
         let mut touched = Vec::new();
-        for pod in orphans {
-            touched.extend(self.unclaim(&pod));
-            touched.extend(self.claim(&pod));
+        for (slot, pod) in orphans {
+            touched.extend(self.unclaim(&pod, slot));
+            touched.extend(self.claim(&pod, slot));
         }
         touched
     }

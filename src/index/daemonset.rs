@@ -26,10 +26,10 @@ impl Stored for DaemonSet {
         &mut index.daemonsets
     }
 
-    fn upsert(self: Box<Self>, index: &mut Index) {
+    fn upsert(self, index: &mut Index) {
         let ds = self;
         let old = index.daemonsets.objects.get(&ds.uid);
-        if old == Some(&*ds) {
+        if old == Some(&ds) {
             return;
         }
         index.generation += 1;
@@ -84,7 +84,7 @@ impl Stored for DaemonSet {
             index.uncounted_owned.entry(uid.clone()).or_default().extend(owned);
         }
         index.state.remove(uid);
-        let Some(ds) = index.daemonsets.objects.remove(uid) else { return };
+        let Some((_, ds)) = index.daemonsets.objects.remove(uid) else { return };
         index.generation += 1;
         let readopted = index.readopt(&ds.id.namespace);
         index.refresh_touched(readopted, None, None);

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::Since;
-use super::claimed::{ClaimedPods, Claims};
+use super::claimed::Claims;
 use super::coverage::{self, Flap, Loss, Pair, Step, Verdict};
+use super::keyed::Slot;
 use super::node_ids::{NodeId, NodeIds};
-use crate::model::{FastMap, Pod, Str, Timestamp, Uid};
+use crate::model::{FastMap, Pod, Str, Timestamp};
 use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::Reason;
 
@@ -17,7 +18,7 @@ pub(super) struct DaemonSetState {
     pub(super) skips: FastMap<Str, Skip>,
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
     pub(super) skip_counts: FastMap<(SkipReason, Str), u32>,
-    /// Claimed pods by target node: almost always one, kept inline.
+    /// Claimed pods by target node (their slots in the pod store): almost always one.
     pub(super) claimed: Claims,
     /// Nodes that exist, are skipped, and have a claimed pod.
     pub(super) misscheduled: BTreeMap<Str, Since>,
@@ -37,19 +38,20 @@ pub(super) struct DaemonSetState {
 }
 
 impl DaemonSetState {
-    /// The pods claimed on `node`, if any.
-    pub(super) fn pods_on(&self, ids: &NodeIds, node: &str) -> Option<&ClaimedPods> {
+    /// The slots of the pods claimed on `node`, if any.
+    pub(super) fn pods_on(&self, ids: &NodeIds, node: &str) -> Option<&[Slot]> {
         self.claimed.get(ids.get(node)?)
     }
 
     /// The nodes with a claimed pod, by name.
-    pub(super) fn claimed_nodes<'a>(&'a self, ids: &'a NodeIds) -> impl Iterator<Item = (&'a Str, &'a ClaimedPods)> {
+    pub(super) fn claimed_nodes<'a>(&'a self, ids: &'a NodeIds) -> impl Iterator<Item = (&'a Str, &'a [Slot])> {
         self.claimed.iter().filter_map(|(id, pods)| Some((ids.name(id)?, pods)))
     }
 
-    /// Records a claimed pod on `node`, in a cluster whose node numbers are below `bound`.
-    pub(super) fn claim(&mut self, node: NodeId, pod: &Uid, bound: usize) {
-        self.claimed.push(node, pod.clone(), bound);
+    /// Records the pod in `slot` claimed on `node`, in a cluster whose node numbers are
+    /// below `bound`.
+    pub(super) fn claim(&mut self, node: NodeId, slot: Slot, bound: usize) {
+        self.claimed.push(node, slot, bound);
     }
 
     pub(super) fn set_skip(&mut self, node: &Str, skip: Option<Skip>) -> bool {

@@ -6,7 +6,7 @@
 //! and the reasons are the index's own, and a change to one node copies one node's worth.
 
 use super::{Config, Index, Stored};
-use crate::model::{DaemonSet, Node, Str, Uid};
+use crate::model::{DaemonSet, Node, Pod, Str};
 
 /// What a change touches, and so what the excerpt must hold.
 #[derive(Clone, Copy, Debug)]
@@ -39,25 +39,27 @@ impl Index {
             Touched::DaemonSet { .. } => self.nodes.objects.values().collect(),
         };
         for node in nodes {
-            Box::new(node.clone()).upsert(&mut copy);
+            node.clone().upsert(&mut copy);
         }
         for ds in self.daemonsets.objects.values().filter(|ds| touched.holds_daemonset(ds)) {
             let owned = |owner: Option<&Str>| owner.is_some_and(|o| **o == *ds.uid);
             for revision in self.revisions.objects.values().filter(|r| owned(r.owner_uid.as_ref())) {
-                Box::new(revision.clone()).upsert(&mut copy);
+                revision.clone().upsert(&mut copy);
             }
-            Box::new(ds.clone()).upsert(&mut copy);
+            ds.clone().upsert(&mut copy);
             // A node's pods are the DaemonSet's claims there: a lookup per node, not a scan of
             // the DaemonSet's pods. A pod it owns but does not claim counts nowhere.
-            let uids: Vec<Uid> = match touched {
+            let pods = &self.pods.objects;
+            let pods: Vec<&Pod> = match touched {
                 Touched::Nodes(names) => {
                     let state = self.state.get(&ds.uid);
-                    names.iter().filter_map(|n| state?.pods_on(&self.node_ids, n)).flatten().cloned().collect()
+                    let slots = names.iter().filter_map(|n| state?.pods_on(&self.node_ids, n)).flatten();
+                    slots.map(|&slot| pods.at(slot)).collect()
                 }
-                Touched::DaemonSet { .. } => self.owned_pods(&ds.uid),
+                Touched::DaemonSet { .. } => self.owned_pods(&ds.uid).iter().filter_map(|uid| pods.get(uid)).collect(),
             };
-            for pod in uids.iter().filter_map(|uid| self.pods.objects.get(uid)) {
-                Box::new(pod.clone()).upsert(&mut copy);
+            for pod in pods {
+                pod.clone().upsert(&mut copy);
             }
         }
         copy.nodes.synced_scopes.insert(None);

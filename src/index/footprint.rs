@@ -7,7 +7,7 @@
 use std::mem::size_of;
 
 use super::Index;
-use super::claimed::ClaimedPods;
+use super::keyed::Slot;
 use crate::model::{FieldOwner, Node, Pod, Str, Taint, Uid};
 use crate::rules::eligibility::Skip;
 
@@ -31,24 +31,18 @@ impl Index {
     pub fn footprint(&self) -> Vec<Part> {
         let pods = &self.pods.objects;
         let states = || self.state.values();
-        let spilled: usize = states()
-            .flat_map(|s| s.claimed.iter().map(|(_, pods)| pods))
-            .filter_map(|pods| match pods {
-                ClaimedPods::Many(uids) => Some(size_class(uids.len() * size_of::<Uid>())),
-                ClaimedPods::One(_) => None,
-            })
-            .sum();
-        let node_bytes: usize = self.nodes.objects.values().map(node_heap).sum();
+        let nodes = &self.nodes.objects;
+        let node_bytes: usize = nodes.values().map(node_heap).sum();
         vec![
-            Part { name: "pod cache: table by UID", bytes: set::<Box<Pod>>(pods.capacity()), grows_with: Grows::Pods },
+            Part { name: "pod cache: table by UID", bytes: set::<Slot>(pods.capacity()), grows_with: Grows::Pods },
             Part {
-                name: "pod cache: the boxed pods",
-                bytes: pods.len() * size_class(size_of::<Pod>()),
+                name: "pod cache: the pods, in slots",
+                bytes: pods.slot_capacity() * size_of::<Option<Pod>>(),
                 grows_with: Grows::Pods,
             },
             Part {
                 name: "claims: per DaemonSet, pods by node",
-                bytes: states().map(|s| s.claimed.capacity() * size_of::<ClaimedPods>()).sum::<usize>() + spilled,
+                bytes: states().map(|s| s.claimed.heap_bytes()).sum(),
                 grows_with: Grows::Pods,
             },
             Part {
@@ -62,9 +56,8 @@ impl Index {
                 grows_with: Grows::Pods,
             },
             Part {
-                name: "node cache: table and boxed nodes",
-                bytes: set::<Box<Node>>(self.nodes.objects.capacity())
-                    + self.nodes.objects.len() * size_class(size_of::<Node>()),
+                name: "node cache: table and slots",
+                bytes: set::<Slot>(nodes.capacity()) + nodes.slot_capacity() * size_of::<Option<Node>>(),
                 grows_with: Grows::Nodes,
             },
             Part { name: "node cache: each node's own vectors", bytes: node_bytes, grows_with: Grows::Nodes },

@@ -1,4 +1,4 @@
-//! A store's objects, in a hash table of pointers: each object carries its own key.
+//! A store's objects, in numbered slots, found by key through a hash table of slot numbers.
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
@@ -7,20 +7,42 @@ use hashbrown::HashTable;
 
 use super::Stored;
 
-/// A map from each object's key to the object, keyed by what `Stored::key` reads: a bucket
-/// holds the box alone, 8 bytes, where a map would hold the key beside it again (a UID is
-/// 24 bytes, a name 16). With 2.6M pods in 4M buckets that is 100 MB. A lookup reads the
-/// object it finds, as it would anyway; a control byte first sorts out all but 1 in 128
-/// other buckets it probes.
+/// A map from each object's key to the object. The objects live in numbered slots, which
+/// a hash table of numbers finds by what `Stored::key` reads: a bucket is 4 bytes, where a
+/// pointer was 8 and a map would hold the key beside it again (a UID is 24 bytes), and an
+/// object takes its own size, not the allocator's next class up. Others name an object by
+/// its slot (a DaemonSet's claims do, in 4 bytes where a UID takes 24), which stays its
+/// own while it is stored; a removed object's slot is reused.
 #[derive(Debug)]
 pub struct Keyed<T: Stored> {
-    table: HashTable<Box<T>>,
+    slots: Slots<T>,
+    table: HashTable<Slot>,
     hasher: foldhash::fast::RandomState,
+}
+
+/// An object's number in its store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Slot(u32);
+
+/// Numbers no object gets, from the top down, for others to mark entries with.
+const RESERVED: u32 = 2;
+
+impl Slot {
+    /// The `n`th number no object gets (`n < RESERVED`).
+    pub(super) const fn reserved(n: u32) -> Self {
+        assert!(n < RESERVED);
+        Self(u32::MAX - n)
+    }
+
+    #[cfg(test)]
+    pub(super) fn at(n: u32) -> Self {
+        Self(n)
+    }
 }
 
 impl<T: Stored> Default for Keyed<T> {
     fn default() -> Self {
-        Self { table: HashTable::new(), hasher: foldhash::fast::RandomState::default() }
+        Self { slots: Slots::default(), table: HashTable::new(), hasher: foldhash::fast::RandomState::default() }
     }
 }
 
@@ -29,12 +51,27 @@ impl<T: Stored> Keyed<T> {
         self.hasher.hash_one(key)
     }
 
+    /// The slot of the object stored under `key`.
+    pub fn slot<Q>(&self, key: &Q) -> Option<Slot>
+    where
+        T::Key: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let slots = &self.slots;
+        self.table.find(self.hash(key), |&slot| slots[slot].key().borrow() == key).copied()
+    }
+
     pub fn get<Q>(&self, key: &Q) -> Option<&T>
     where
         T::Key: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.table.find(self.hash(key), |obj| obj.key().borrow() == key).map(|obj| &**obj)
+        self.slot(key).map(|slot| &self.slots[slot])
+    }
+
+    /// The object in `slot`, which must hold one (a slot named by a claim does).
+    pub fn at(&self, slot: Slot) -> &T {
+        &self.slots[slot]
     }
 
     pub fn contains_key<Q>(&self, key: &Q) -> bool
@@ -42,34 +79,44 @@ impl<T: Stored> Keyed<T> {
         T::Key: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.get(key).is_some()
+        self.slot(key).is_some()
     }
 
-    /// Stores `obj` under its key; returns the object it replaced.
-    pub fn insert(&mut self, obj: Box<T>) -> Option<Box<T>> {
-        let hasher = &self.hasher;
+    /// The slot the next `insert` of an object with a new key takes.
+    pub fn vacant(&self) -> Slot {
+        self.slots.vacant()
+    }
+
+    /// Stores `obj` under its key, in the slot of the object it replaces if any, else in
+    /// `vacant()`; returns the slot and the object replaced.
+    pub fn insert(&mut self, obj: T) -> (Slot, Option<T>) {
+        let (hasher, slots) = (&self.hasher, &mut self.slots);
         let hash = hasher.hash_one(obj.key());
-        match self.table.entry(hash, |old| old.key() == obj.key(), |old| hasher.hash_one(old.key())) {
-            hashbrown::hash_table::Entry::Occupied(mut old) => Some(std::mem::replace(old.get_mut(), obj)),
-            hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert(obj);
-                None
-            }
+        if let Some(&slot) = self.table.find(hash, |&slot| slots[slot].key() == obj.key()) {
+            return (slot, Some(slots.replace(slot, obj)));
         }
+        let slot = slots.put(obj);
+        let slots = &self.slots;
+        self.table.insert_unique(hash, slot, |&slot| hasher.hash_one(slots[slot].key()));
+        (slot, None)
     }
 
-    pub fn remove<Q>(&mut self, key: &Q) -> Option<Box<T>>
+    /// Takes the object stored under `key` out, with the slot it leaves free.
+    pub fn remove<Q>(&mut self, key: &Q) -> Option<(Slot, T)>
     where
         T::Key: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hash(key);
-        self.table.find_entry(hash, |obj| obj.key().borrow() == key).ok().map(|entry| entry.remove().0)
+        let slots = &self.slots;
+        let entry = self.table.find_entry(hash, |&slot| slots[slot].key().borrow() == key).ok()?;
+        let slot = entry.remove().0;
+        Some((slot, self.slots.take(slot)))
     }
 
     pub fn reserve(&mut self, additional: usize) {
-        let hasher = &self.hasher;
-        self.table.reserve(additional, |obj| hasher.hash_one(obj.key()));
+        let (hasher, slots) = (&self.hasher, &self.slots);
+        self.table.reserve(additional, |&slot| hasher.hash_one(slots[slot].key()));
     }
 
     pub fn len(&self) -> usize {
@@ -80,12 +127,19 @@ impl<T: Stored> Keyed<T> {
         self.table.is_empty()
     }
 
+    /// How many objects the table holds before it grows.
     pub fn capacity(&self) -> usize {
         self.table.capacity()
     }
 
+    /// How many slots there are, full or free, and room for more in the last chunk.
+    pub fn slot_capacity(&self) -> usize {
+        self.slots.chunks.iter().map(Vec::capacity).sum()
+    }
+
+    /// In slot order.
     pub fn values(&self) -> impl Iterator<Item = &T> {
-        self.table.iter().map(|obj| &**obj)
+        self.slots.chunks.iter().flatten().flatten()
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &T::Key> {
@@ -110,36 +164,113 @@ where
     }
 }
 
+/// Slots in chunks of `CHUNK`: growing never copies the objects, nor holds two copies of
+/// them at once (a vector of 2.6M pods would, while it doubles), and a chunk's pages are
+/// touched only as its slots fill. The first chunk grows as a vector does, so a store of a
+/// few objects (the DaemonSets) takes no whole chunk.
+#[derive(Debug)]
+struct Slots<T> {
+    chunks: Vec<Vec<Option<T>>>,
+    /// Slots emptied by `take`, reused last freed first.
+    free: Vec<Slot>,
+}
+
+const CHUNK: usize = 4096;
+
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Self { chunks: Vec::new(), free: Vec::new() }
+    }
+}
+
+impl<T> Slots<T> {
+    fn vacant(&self) -> Slot {
+        if let Some(&slot) = self.free.last() {
+            return slot;
+        }
+        let filled = self.chunks.last().map_or(0, |last| (self.chunks.len() - 1) * CHUNK + last.len());
+        let below_reserved = u32::try_from(filled).ok().filter(|&n| n <= u32::MAX - RESERVED);
+        Slot(below_reserved.expect("fewer than 4 billion objects"))
+    }
+
+    fn put(&mut self, obj: T) -> Slot {
+        let slot = self.vacant();
+        if self.free.pop().is_some() {
+            self.chunks[slot.0 as usize / CHUNK][slot.0 as usize % CHUNK] = Some(obj);
+            return slot;
+        }
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < CHUNK => last.push(Some(obj)),
+            _ => {
+                let mut chunk = Vec::with_capacity(if self.chunks.is_empty() { 0 } else { CHUNK });
+                chunk.push(Some(obj));
+                self.chunks.push(chunk);
+            }
+        }
+        slot
+    }
+
+    fn replace(&mut self, slot: Slot, obj: T) -> T {
+        self.entry(slot).replace(obj).expect("a stored object's slot is full")
+    }
+
+    fn take(&mut self, slot: Slot) -> T {
+        let obj = self.entry(slot).take().expect("a stored object's slot is full");
+        self.free.push(slot);
+        obj
+    }
+
+    fn entry(&mut self, slot: Slot) -> &mut Option<T> {
+        &mut self.chunks[slot.0 as usize / CHUNK][slot.0 as usize % CHUNK]
+    }
+}
+
+impl<T> std::ops::Index<Slot> for Slots<T> {
+    type Output = T;
+
+    fn index(&self, slot: Slot) -> &T {
+        self.chunks[slot.0 as usize / CHUNK][slot.0 as usize % CHUNK].as_ref().expect("a stored object's slot is full")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::index::Index;
     use crate::model::{Node, Str};
 
     /// A node told apart from its namesakes by its NFD label keys.
-    fn node(name: &str, nfd_keys: usize) -> Box<Node> {
-        Box::new(Node {
+    fn node(name: &str, nfd_keys: usize) -> Node {
+        Node {
             name: Str::from(name),
             labels: Default::default(),
             taints: Vec::new(),
             nfd_label_keys: vec![Str::from("k"); nfd_keys],
             nfd_taint_keys: Vec::new(),
             managers: Default::default(),
-        })
+        }
     }
 
     #[test]
     fn finds_replaces_and_removes_by_the_objects_own_key() {
         let mut index = Index::default();
         let nodes = &mut index.nodes.objects;
-        for i in 0..1000 {
-            assert!(nodes.insert(node(&format!("n{i}"), 0)).is_none());
+        // Past the first chunk, whose vector grows, into whole ones.
+        for i in 0..10_000 {
+            assert!(nodes.insert(node(&format!("n{i}"), 0)).1.is_none());
         }
-        let replaced = nodes.insert(node("n7", 1)).expect("n7 was there");
-        assert!(replaced.nfd_label_keys.is_empty());
-        assert_eq!(nodes.len(), 1000);
+        let seventh = nodes.slot("n7").expect("n7 is there");
+        let (slot, replaced) = nodes.insert(node("n7", 1));
+        assert!(replaced.expect("n7 was there").nfd_label_keys.is_empty());
+        assert_eq!(slot, seventh, "a replacement keeps the slot");
+        assert_eq!(nodes.len(), 10_000);
         assert!(nodes.get("n7").is_some_and(|n| n.nfd_label_keys.len() == 1), "looked up by a borrowed name");
-        assert!(nodes.remove("n7").is_some());
+        assert_eq!(nodes.remove("n7").map(|(slot, _)| slot), Some(seventh));
         assert!(!nodes.contains_key("n7") && nodes.remove("n7").is_none());
-        assert_eq!(nodes.keys().count(), 999);
+        assert_eq!(nodes.keys().count(), 9_999);
+        assert_eq!(nodes.vacant(), seventh, "the freed slot is the next one taken");
+        let (slot, _) = nodes.insert(node("new", 0));
+        assert_eq!((slot, &*nodes.at(slot).name), (seventh, "new"));
+        assert!(nodes.keys().all(|name| nodes.at(nodes.slot(name).expect("listed")).name == *name));
+        assert_eq!(nodes.slot_capacity(), 3 * 4096, "whole chunks past the first");
     }
 }

@@ -172,7 +172,7 @@ impl Index {
                 if obj.unchanged(self) {
                     return Ok(());
                 }
-                Box::new(obj.convert(&mut self.interner)?).upsert(self);
+                obj.convert(&mut self.interner)?.upsert(self);
             }
             Event::Delete(obj) => {
                 // Only the key is needed: read it from the metadata rather than convert the object.
@@ -183,7 +183,7 @@ impl Index {
                 K::Compact::store(self).relist_buffer(scope).clear();
             }
             Event::InitApply(obj) => {
-                let compact = Box::new(obj.convert(&mut self.interner)?);
+                let compact = obj.convert(&mut self.interner)?;
                 K::Compact::store(self).relist_buffer(scope).push(compact);
             }
             Event::InitDone => {

@@ -26,12 +26,12 @@ impl Stored for Node {
         &mut index.nodes
     }
 
-    fn upsert(self: Box<Self>, index: &mut Index) {
+    fn upsert(self, index: &mut Index) {
         let mut node = self;
         if let Some(old) = index.nodes.objects.get(&node.name) {
             let daemonsets = &index.daemonsets.objects;
             carry_over(old, &mut node, |key| daemonsets.values().any(|ds| selects_label(&ds.template, key)));
-            if *old == *node {
+            if *old == node {
                 return;
             }
         }
@@ -67,7 +67,7 @@ impl Stored for Node {
     }
 
     fn remove(index: &mut Index, name: &Str) {
-        let Some(node) = index.nodes.objects.remove(name) else { return };
+        let Some((_, node)) = index.nodes.objects.remove(name) else { return };
         index.generation += 1;
         let since = index.since();
         let id = index.node_ids.get(&node.name);
@@ -91,9 +91,9 @@ impl Index {
             let (Some(since), Some(skip)) = (state.misscheduled.get(&new.name), state.skips.get(&new.name)) else {
                 continue;
             };
-            let pods = state.pods_on(&self.node_ids, &new.name).map(|pods| &**pods).unwrap_or_default();
-            let ([pod], false) = (pods, skip.should_continue_running()) else { continue };
-            let Some(pod) = self.pods.objects.get(pod) else { continue };
+            let pods = state.pods_on(&self.node_ids, &new.name).unwrap_or_default();
+            let (&[pod], false) = (pods, skip.should_continue_running()) else { continue };
+            let pod = self.pods.objects.at(pod);
             if should_run(new, &ds.template).is_some() {
                 continue;
             }

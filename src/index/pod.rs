@@ -2,6 +2,7 @@
 //! adopts it) on its target node, and refreshes only that (DaemonSet, node).
 
 use super::coverage::Verdict;
+use super::keyed::Slot;
 use super::{Index, Indexed, Leaves, Parting, Resource, Store, Stored};
 use crate::k8s::convert::{self, ConvertError};
 use crate::k8s::slim::SlimPod;
@@ -25,33 +26,37 @@ impl Stored for Pod {
         &mut index.pods
     }
 
-    fn upsert(self: Box<Self>, index: &mut Index) {
+    fn upsert(self, index: &mut Index) {
         let pod = self;
         // Most pod events are status updates, which leave the compact pod as it was.
-        if index.pods.objects.get(&pod.uid) == Some(&*pod) {
+        if index.pods.objects.get(&pod.uid) == Some(&pod) {
             return;
         }
         index.generation += 1;
         let old = index.pods.objects.remove(&pod.uid);
-        let parting = old.as_ref().and_then(|o| index.parting(o));
+        let parting = old.as_ref().and_then(|(slot, o)| index.parting(o, *slot));
         // Unclaim and claim before refreshing, so that an update that keeps the
-        // pod where it was does not reset when its node became misscheduled.
-        let touched = [old.as_ref().and_then(|o| index.unclaim(o)), index.claim(&pod)];
+        // pod where it was does not reset when its node became misscheduled. The claim
+        // names the slot the pod is about to take: the one the old pod just left, if any.
+        let unclaimed = old.as_ref().and_then(|(slot, o)| index.unclaim(o, *slot));
+        let slot = index.pods.objects.vacant();
+        let touched = [unclaimed, index.claim(&pod, slot)];
         // Only a pod on its way out (terminal and deleted) departs; one that changed hands
         // or labels is still there.
-        let gone = old.filter(|_| !pod.counts_for_status());
+        let gone = old.filter(|_| !pod.counts_for_status()).map(|(_, o)| Box::new(o));
         // In the store before the refresh, which reads whether the pair's pod is Ready.
-        index.pods.objects.insert(pod);
+        let (stored, _) = index.pods.objects.insert(pod);
+        debug_assert_eq!(stored, slot);
         index.refresh_touched(touched.into_iter().flatten(), parting, gone);
     }
 
     fn remove(index: &mut Index, uid: &Uid) {
-        let Some(pod) = index.pods.objects.remove(uid) else { return };
+        let Some((slot, pod)) = index.pods.objects.remove(uid) else { return };
         index.generation += 1;
         index.contested.remove(uid);
-        let parting = index.parting(&pod);
-        let touched = index.unclaim(&pod);
-        index.refresh_touched(touched, parting, Some(pod));
+        let parting = index.parting(&pod, slot);
+        let touched = index.unclaim(&pod, slot);
+        index.refresh_touched(touched, parting, Some(Box::new(pod)));
     }
 }
 
@@ -69,9 +74,9 @@ impl Indexed for SlimPod {
 }
 
 impl Index {
-    /// Records ownership (or adoption) and the claim; returns the (DaemonSet, node)
-    /// whose claim set grew.
-    pub(super) fn claim(&mut self, pod: &Pod) -> Option<(Str, Str)> {
+    /// Records ownership (or adoption) and the claim of `pod`, which is (or is about to be)
+    /// stored in `slot`; returns the (DaemonSet, node) whose claim set grew.
+    pub(super) fn claim(&mut self, pod: &Pod, slot: Slot) -> Option<(Str, Str)> {
         let claimant = match pod.controller_uid() {
             Some(owner) => owner.clone(),
             // Terminating orphans are never adopted.
@@ -93,7 +98,7 @@ impl Index {
         let numbered = self.node_ids.len();
         let id = self.node_ids.assign(node);
         let state = self.state.entry(claimant.clone()).or_default();
-        state.claim(id, &pod.uid, self.node_ids.bound());
+        state.claim(id, slot, self.node_ids.bound());
         if self.node_ids.len() > numbered && self.node_ids.sweep_due(self.nodes.objects.len()) {
             let states = &self.state;
             self.node_ids.sweep(|id| states.values().any(|state| state.claimed.get(id).is_some()));
@@ -104,11 +109,11 @@ impl Index {
     /// When `pod` is the only counted pod of its pair: the pair, and what the pod leaves
     /// there if it goes. Taken before the pod goes or changes: a loss keeps the verdict the
     /// pod had as a misscheduled pod, or the one of the episode that explains its delete.
-    pub(super) fn parting(&self, pod: &Pod) -> Option<Parting> {
+    pub(super) fn parting(&self, pod: &Pod, slot: Slot) -> Option<Parting> {
         let owner = pod.controller_uid().or_else(|| self.adopted_by.get(&pod.uid))?;
         let node = pod.target_node()?;
         let state = self.state.get(owner)?;
-        if **state.pods_on(&self.node_ids, node)? != *std::slice::from_ref(&pod.uid) {
+        if *state.pods_on(&self.node_ids, node)? != [slot] {
             return None;
         }
         let ds = self.daemonsets.objects.get(owner)?;
@@ -133,6 +138,7 @@ impl Index {
     pub(super) fn owned_pods(&self, owner: &Str) -> Vec<Uid> {
         let claimed =
             self.state.get(owner).into_iter().flat_map(|state| state.claimed.iter().flat_map(|(_, pods)| pods));
+        let claimed = claimed.map(|&slot| &self.pods.objects.at(slot).uid);
         let adopted = |uid: &&Uid| self.adopted_by.contains_key(*uid);
         let uncounted = self.uncounted_owned.get(owner).into_iter().flatten();
         claimed.filter(|uid| !adopted(uid)).chain(uncounted).cloned().collect()
@@ -146,14 +152,16 @@ impl Index {
             state.claimed.clear();
         }
         for uid in owned {
-            if let Some(pod) = self.pods.objects.get(&uid).map(|pod| Box::new(pod.clone())) {
-                self.claim(&pod);
+            if let Some(slot) = self.pods.objects.slot(&uid) {
+                let pod = self.pods.objects.at(slot).clone();
+                self.claim(&pod, slot);
             }
         }
     }
 
-    /// Undoes `claim`; returns the (DaemonSet, node) whose claim set shrank.
-    pub(super) fn unclaim(&mut self, pod: &Pod) -> Option<(Str, Str)> {
+    /// Undoes `claim` of `pod`, stored in `slot` until now; returns the (DaemonSet, node)
+    /// whose claim set shrank.
+    pub(super) fn unclaim(&mut self, pod: &Pod, slot: Slot) -> Option<(Str, Str)> {
         let claimant = match pod.controller_uid() {
             Some(owner) => {
                 if let Some(uncounted) = self.uncounted_owned.get_mut(owner) {
@@ -178,7 +186,7 @@ impl Index {
         let id = self.node_ids.get(node)?;
         let state = self.state.get_mut(&claimant)?;
         state.claimed.get(id)?;
-        state.claimed.remove(id, &pod.uid);
+        state.claimed.remove(id, slot);
         Some((claimant, node.clone()))
     }
 }

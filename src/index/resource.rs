@@ -52,7 +52,7 @@ pub trait Stored: Sized {
     /// `None` for cluster-scoped objects.
     fn namespace(&self) -> Option<&Str>;
     fn store(index: &mut Index) -> &mut Store<Self>;
-    fn upsert(self: Box<Self>, index: &mut Index);
+    fn upsert(self, index: &mut Index);
     fn remove(index: &mut Index, key: &Self::Key);
 }
 

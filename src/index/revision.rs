@@ -23,7 +23,7 @@ impl Stored for Revision {
         &mut index.revisions
     }
 
-    fn upsert(self: Box<Self>, index: &mut Index) {
+    fn upsert(self, index: &mut Index) {
         let rev = self;
         if index.revisions.objects.get(&rev.uid) == Some(&rev) {
             return;
@@ -37,7 +37,7 @@ impl Stored for Revision {
     }
 
     fn remove(index: &mut Index, uid: &Str) {
-        let Some(rev) = index.revisions.objects.remove(uid) else { return };
+        let Some((_, rev)) = index.revisions.objects.remove(uid) else { return };
         index.generation += 1;
         if let (Some(owner), Some(hash)) = (rev.owner_uid, rev.hash) {
             let key = (owner, hash);

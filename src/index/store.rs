@@ -10,17 +10,13 @@ pub type Scope<'a> = Option<&'a str>;
 
 /// A reflector-style cache: during a relist the old contents stay visible and
 /// the new ones are buffered; `InitDone` swaps them.
-///
-/// Objects are boxed: a hash table's buckets come in powers of two, so up to half of them
-/// stand empty, and an empty bucket costs its full size. Boxed, that is 8 bytes rather
-/// than a whole pod, and a relist's buffer moves pointers, not objects, into the table.
 #[derive(Debug)]
 pub struct Store<T: Stored> {
     pub(super) objects: Keyed<T>,
     /// Relists under way, one per scope (a namespace, or `None` for all): a short list.
     /// Each buffers its objects in list order; a key listed twice is applied twice, the
     /// later one winning, as in a map.
-    relists: Vec<(Option<String>, Vec<Box<T>>)>,
+    relists: Vec<(Option<String>, Listed<T>)>,
     pub(super) synced_scopes: FastSet<Option<String>>,
     /// How many scopes (watch streams) feed this store.
     pub(super) scopes: usize,
@@ -39,23 +35,72 @@ impl<T: Stored> Store<T> {
 
     /// The buffer of the relist under way for `scope`, created if there is none. Looked
     /// up by the borrowed scope: this runs once per listed object.
-    pub(super) fn relist_buffer(&mut self, scope: Scope<'_>) -> &mut Vec<Box<T>> {
+    pub(super) fn relist_buffer(&mut self, scope: Scope<'_>) -> &mut Listed<T> {
         let at = match self.relists.iter().position(|(s, _)| s.as_deref() == scope) {
             Some(at) => at,
             None => {
-                // A relist usually returns about as many objects as the cache holds.
-                let expected = self.objects.len() / self.scopes.max(1);
-                self.relists.push((scope.map(str::to_owned), Vec::with_capacity(expected)));
+                self.relists.push((scope.map(str::to_owned), Listed::default()));
                 self.relists.len() - 1
             }
         };
         &mut self.relists[at].1
     }
 
-    pub(super) fn take_relist(&mut self, scope: Scope<'_>) -> Vec<Box<T>> {
+    pub(super) fn take_relist(&mut self, scope: Scope<'_>) -> Listed<T> {
         match self.relists.iter().position(|(s, _)| s.as_deref() == scope) {
             Some(at) => self.relists.swap_remove(at).1,
-            None => Vec::new(),
+            None => Listed::default(),
         }
+    }
+}
+
+/// A relist's objects in list order, in chunks: a list of millions never doubles a vector
+/// of them (holding two copies while it moves), and the chunks go one by one as the list
+/// is applied, while the store fills.
+#[derive(Debug)]
+pub(super) struct Listed<T> {
+    chunks: Vec<Vec<T>>,
+}
+
+impl<T> Default for Listed<T> {
+    fn default() -> Self {
+        Self { chunks: Vec::new() }
+    }
+}
+
+/// Objects in a chunk: a page of pods is 500.
+const LISTED_CHUNK: usize = 1024;
+
+impl<T> Listed<T> {
+    pub(super) fn push(&mut self, obj: T) {
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < LISTED_CHUNK => last.push(obj),
+            _ => {
+                let mut chunk = Vec::with_capacity(LISTED_CHUNK);
+                chunk.push(obj);
+                self.chunks.push(chunk);
+            }
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.chunks.clear();
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.chunks.iter().map(Vec::len).sum()
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.chunks.iter().flatten()
+    }
+}
+
+impl<T> IntoIterator for Listed<T> {
+    type Item = T;
+    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<T>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.chunks.into_iter().flatten()
     }
 }

@@ -3,9 +3,8 @@
 //! then moved by each event through `Index::refresh_pair` and the node and DaemonSet
 //! impls; the clock moves the generation when a reason moves with time.
 
-use super::claimed::ClaimedPods;
 use super::daemonset_state::DaemonSetState;
-use super::keyed::Keyed;
+use super::keyed::{Keyed, Slot};
 use super::node_ids::NodeIds;
 use super::{Index, Since};
 use crate::model::{Node, Pod, Str, Timestamp};
@@ -100,15 +99,15 @@ impl Index {
 
 /// The pod `updateDaemonSetStatus` looks at on a node: the oldest claimed one, in the
 /// order `DaemonSetView::pods_on` lists them.
-pub(super) fn first_pod<'p>(claimed: Option<&ClaimedPods>, pods: &'p Keyed<Pod>) -> Option<&'p Pod> {
-    let pods = claimed.into_iter().flatten().filter_map(|uid| pods.get(uid));
+pub(super) fn first_pod<'p>(claimed: Option<&[Slot]>, pods: &'p Keyed<Pod>) -> Option<&'p Pod> {
+    let pods = claimed.into_iter().flatten().map(|&slot| pods.at(slot));
     pods.min_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)))
 }
 
 /// `updateDaemonSetStatus` counts a node available when its oldest daemon pod is
 /// (`podutil.IsPodAvailable`).
 pub(super) fn first_pod_available(
-    claimed: Option<&ClaimedPods>,
+    claimed: Option<&[Slot]>,
     pods: &Keyed<Pod>,
     min_ready_seconds: u32,
     now: Timestamp,

@@ -210,13 +210,8 @@ impl<'a> DaemonSetView<'a> {
     /// The pods the DaemonSet counts on `node`, oldest first, terminating ones included.
     pub fn pods_on(&self, node: &str) -> Vec<&'a Pod> {
         let pods = &self.index.pods.objects;
-        let mut on: Vec<&Pod> = self
-            .state
-            .pods_on(&self.index.node_ids, node)
-            .into_iter()
-            .flatten()
-            .filter_map(|uid| pods.get(uid))
-            .collect();
+        let mut on: Vec<&Pod> =
+            self.state.pods_on(&self.index.node_ids, node).into_iter().flatten().map(|&slot| pods.at(slot)).collect();
         on.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
         on
     }

@@ -252,7 +252,7 @@ pub struct Pod {
     /// Its labels and own placement, as its DaemonSet's other pods of its revision have them.
     pub shape: Arc<PodShape>,
     /// `spec.nodeName`, else the controller's `matchFields metadata.name` term: behind one
-    /// pointer, which with the 16-byte `PodId` puts the pod in jemalloc's 80-byte class.
+    /// pointer, which with the 16-byte `PodId` puts the pod in 80 bytes.
     pub target_node: Option<ThinStr>,
     /// `creationTimestamp`, or 0 when there is none (the API server always sets one): read
     /// as a lower bound and a sort key, the epoch means the same as "unknown", in 8 bytes less.
@@ -270,7 +270,7 @@ pub struct Pod {
 }
 
 /// What a pod shares with the other pods of its DaemonSet's revision, in one allocation:
-/// a pointer less in each pod puts it in jemalloc's 96-byte class.
+/// a pointer less in each pod.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PodShape {
     pub labels: Labels,
@@ -308,8 +308,8 @@ pub enum PodHealth {
     ConfigError,
 }
 
-// The index holds a pod per daemon pod, millions at the largest scale: one allocation size
-// class (jemalloc's 80 bytes) is the budget, checked here.
+// The index holds a pod per daemon pod, millions at the largest scale, each in a slot of its
+// own size: 80 bytes is the budget, checked here.
 const _: () = assert!(std::mem::size_of::<Pod>() <= 80);
 
 /// The label the DaemonSet controller puts on each pod and revision it makes: which
