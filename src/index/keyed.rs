@@ -175,7 +175,7 @@ struct Slots<T> {
     free: Vec<Slot>,
 }
 
-const CHUNK: usize = 4096;
+pub(super) const CHUNK: usize = 4096;
 
 impl<T> Default for Slots<T> {
     fn default() -> Self {

@@ -1,7 +1,7 @@
 //! A reflector-style store of one resource's compact objects.
 
 use super::Stored;
-use super::keyed::Keyed;
+use super::keyed::{self, Keyed};
 use crate::model::FastSet;
 
 /// Which watch stream an event came from: a namespace, or `None` for a
@@ -68,8 +68,10 @@ impl<T> Default for Listed<T> {
     }
 }
 
-/// Objects in a chunk: a page of pods is 500.
-const LISTED_CHUNK: usize = 1024;
+/// Objects in a chunk: as many as in a chunk of the store's slots (of the same size, as
+/// an object and an optional one are), so that the allocator hands the memory of each chunk
+/// the relist lets go of to the next chunk of slots it fills.
+const LISTED_CHUNK: usize = keyed::CHUNK;
 
 impl<T> Listed<T> {
     pub(super) fn push(&mut self, obj: T) {

@@ -362,6 +362,11 @@ impl Watch {
         let kind = EventType::of(&event);
         let now_ms = unix_ms();
         self.telemetry.record_event(resource, kind, now_ms);
+        if kind == EventType::InitDone {
+            // Before the index takes in the list, too: the pages jemalloc keeps for its decay
+            // second and what the index builds at once were most of an initial sync's peak.
+            crate::allocator::purge();
+        }
         let applying = Instant::now();
         let result = self.shared.update(|index| {
             index.set_now(now_ms / 1000);
