@@ -65,14 +65,12 @@ impl Index {
     }
 }
 
-/// A node's own allocations: its taint and key lists and its field owners.
+/// A node's own allocations: its taint list and its field owners (the key lists they and
+/// NFD's annotations name are the interner's, shared).
 fn node_heap(node: &Node) -> usize {
     let vec = |len: usize, each: usize| if len == 0 { 0 } else { size_class(len * each) };
     vec(node.taints.capacity(), size_of::<Taint>())
-        + vec(node.nfd_label_keys.capacity(), size_of::<Str>())
-        + vec(node.nfd_taint_keys.capacity(), size_of::<Str>())
         + vec(node.managers.owners.capacity(), size_of::<FieldOwner>())
-        + node.managers.owners.iter().map(|o| vec(o.labels.len(), size_of::<Str>())).sum::<usize>()
         + vec(node.managers.taint_added_by.capacity(), size_of::<(Str, Str)>())
         + vec(node.managers.label_removed_by.capacity(), size_of::<(Str, Str)>())
 }

@@ -244,8 +244,8 @@ mod tests {
             name: Str::from(name),
             labels: Default::default(),
             taints: Vec::new(),
-            nfd_label_keys: vec![Str::from("k"); nfd_keys],
-            nfd_taint_keys: Vec::new(),
+            nfd_label_keys: vec![Str::from("k"); nfd_keys].into(),
+            nfd_taint_keys: Default::default(),
             managers: Default::default(),
         }
     }

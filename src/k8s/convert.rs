@@ -74,18 +74,19 @@ pub fn node(node: &SlimNode, interner: &mut Interner) -> Result<Node, ConvertErr
             Taint { key: interner.str(key), value: interner.str(value), effect, time_added }
         })
         .collect();
-    let nfd_label_keys = nfd_label_names(meta)
+    let qualified: Vec<String> = nfd_label_names(meta)
         .map(|name| match nfd_label_prefix(name) {
-            "" => interner.str(name),
-            prefix => interner.str(&format!("{prefix}{name}")),
+            "" => name.to_owned(),
+            prefix => format!("{prefix}{name}"),
         })
         .collect();
-    let nfd_taint_keys = nfd_taints(meta).map(|taint| interner.str(nfd_taint_key(taint))).collect();
+    let nfd_label_keys = interner.keys(qualified.iter().map(String::as_str));
+    let nfd_taint_keys = interner.keys(nfd_taints(meta).map(nfd_taint_key));
     let owners = field_owners(meta)
         .map(|o| FieldOwner {
             manager: interner.str(o.manager),
             time: o.time,
-            labels: o.labels.iter().map(|k| interner.str(k)).collect(),
+            labels: interner.keys(o.labels.iter().copied()),
             taints: o.taints,
         })
         .collect();
@@ -132,11 +133,11 @@ fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
     meta.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str)
 }
 
-fn nfd_label_names(meta: &ObjectMeta) -> impl Iterator<Item = &str> {
+fn nfd_label_names(meta: &ObjectMeta) -> impl Iterator<Item = &str> + Clone {
     list_items(annotation(meta, NFD_FEATURE_LABELS_ANNOTATION))
 }
 
-fn nfd_taints(meta: &ObjectMeta) -> impl Iterator<Item = &str> {
+fn nfd_taints(meta: &ObjectMeta) -> impl Iterator<Item = &str> + Clone {
     list_items(annotation(meta, NFD_TAINTS_ANNOTATION))
 }
 
@@ -150,7 +151,7 @@ fn nfd_taint_key(taint: &str) -> &str {
     taint.split(['=', ':']).next().unwrap_or(taint)
 }
 
-fn list_items(value: Option<&str>) -> impl Iterator<Item = &str> {
+fn list_items(value: Option<&str>) -> impl Iterator<Item = &str> + Clone {
     value.into_iter().flat_map(|v| v.split(',')).map(str::trim).filter(|s| !s.is_empty())
 }
 

@@ -12,7 +12,7 @@ use hashbrown::HashTable;
 use crate::model::PlacementSpec;
 use crate::model::text::{same_pair, same_toleration};
 use crate::model::{
-    FastSet, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, PodShape, Str, ThinStr, Toleration,
+    FastSet, Keys, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, PodShape, Str, ThinStr, Toleration,
     TolerationParts,
 };
 
@@ -31,6 +31,7 @@ pub struct Interner {
     pod_scopes: HashTable<Arc<PodScope>>,
     pod_shapes: HashTable<Arc<PodShape>>,
     thin_strs: HashTable<ThinStr>,
+    key_lists: HashTable<Keys>,
     hasher: foldhash::fast::RandomState,
     inserts_since_gc: usize,
 }
@@ -44,6 +45,7 @@ impl std::fmt::Debug for Interner {
             .field("pod_scopes", &self.pod_scopes.len())
             .field("pod_shapes", &self.pod_shapes.len())
             .field("thin_strs", &self.thin_strs.len())
+            .field("key_lists", &self.key_lists.len())
             .finish()
     }
 }
@@ -77,6 +79,21 @@ impl Interner {
         self.thin_strs.insert_unique(hash, thin.clone(), |t| hasher.hash_one(&***t));
         self.note_insert();
         thin
+    }
+
+    /// The shared list of `keys`, in their order, looked up before anything is built.
+    pub fn keys<'a>(&mut self, keys: impl Iterator<Item = &'a str> + Clone) -> Keys {
+        let hash = hash_keys(&self.hasher, keys.clone());
+        if let Some(existing) =
+            self.key_lists.find(hash, |list| same_items(list.iter(), keys.clone(), |a, b| **a == *b))
+        {
+            return existing.clone();
+        }
+        let list: Keys = keys.map(|key| self.str(key)).collect();
+        let hasher = &self.hasher;
+        self.key_lists.insert_unique(hash, list.clone(), |l| hash_keys(hasher, l.iter().map(|k| &**k)));
+        self.note_insert();
+        list
     }
 
     /// The shared label set equal to `pairs`, which come sorted by key (from a map).
@@ -197,6 +214,7 @@ impl Interner {
     pub fn collect_garbage(&mut self) {
         self.pod_scopes.retain(|s| Arc::strong_count(s) > 1);
         self.thin_strs.retain(|t| !t.is_unshared());
+        self.key_lists.retain(|l| Arc::strong_count(l) > 1);
         // Before what shapes hold, which a dropped shape lets go of.
         self.pod_shapes.retain(|s| Arc::strong_count(s) > 1);
         self.placements.retain(|p| Arc::strong_count(p) > 1);
@@ -207,7 +225,7 @@ impl Interner {
 
     pub fn len(&self) -> usize {
         let shared = self.label_sets.len() + self.placements.len() + self.pod_scopes.len() + self.pod_shapes.len();
-        self.strings.len() + shared + self.thin_strs.len()
+        self.strings.len() + shared + self.thin_strs.len() + self.key_lists.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -251,6 +269,12 @@ pub(crate) fn same_items<A, B>(
 fn hash_pairs<'a>(hasher: &impl BuildHasher, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
     let mut state = hasher.build_hasher();
     pairs.for_each(|pair| pair.hash(&mut state));
+    state.finish()
+}
+
+fn hash_keys<'a>(hasher: &impl BuildHasher, keys: impl Iterator<Item = &'a str>) -> u64 {
+    let mut state = hasher.build_hasher();
+    keys.for_each(|key| key.hash(&mut state));
     state.finish()
 }
 
@@ -300,6 +324,10 @@ mod tests {
         let l1 = interner.labels([(&k, &v)]);
         let l2 = interner.labels([(&k, &v)]);
         assert!(Arc::ptr_eq(&l1, &l2));
+        let keys = interner.keys(["zone", "app"].into_iter());
+        assert!(Arc::ptr_eq(&keys, &interner.keys(["zone", "app"].into_iter())));
+        assert!(!Arc::ptr_eq(&keys, &interner.keys(["app", "zone"].into_iter())), "a list keeps its order");
+        assert!(Arc::ptr_eq(&keys[1], &interner.str("app")));
     }
 
     #[test]
@@ -308,6 +336,7 @@ mod tests {
         let kept = interner.str("kept");
         drop(interner.str("dropped"));
         drop(interner.thin_str("dropped too"));
+        drop(interner.keys(["dropped", "as a list"].into_iter()));
         interner.collect_garbage();
         assert_eq!(interner.len(), 1, "{interner:?}");
         assert!(Arc::ptr_eq(&kept, &interner.str("kept")));

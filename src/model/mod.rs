@@ -30,6 +30,10 @@ pub type Timestamp = i64;
 /// A sorted, shared set of labels. Daemon pods of one revision share one.
 pub type Labels = Arc<LabelSet>;
 
+/// A shared list of label or taint keys: nodes of a kind list the same ones (NFD's, and
+/// what each field manager owns), so the interner keeps each list once.
+pub type Keys = Arc<[Str]>;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TaintEffect {
     NoSchedule,
@@ -177,9 +181,9 @@ pub struct Node {
     pub labels: Labels,
     pub taints: Vec<Taint>,
     /// Label keys NFD says it owns (`nfd.node.kubernetes.io/feature-labels`), fully qualified.
-    pub nfd_label_keys: Vec<Str>,
+    pub nfd_label_keys: Keys,
     /// Taint keys NFD says it owns (`nfd.node.kubernetes.io/taints`).
-    pub nfd_taint_keys: Vec<Str>,
+    pub nfd_taint_keys: Keys,
     /// Who wrote its labels and taints.
     pub managers: NodeManagers,
 }
@@ -203,7 +207,7 @@ pub struct FieldOwner {
     pub manager: Str,
     /// When it last wrote (unix seconds): a new time marks the writer of an update.
     pub time: Timestamp,
-    pub labels: Box<[Str]>,
+    pub labels: Keys,
     /// `spec.taints` is an atomic list: its one owner is whoever wrote it last.
     pub taints: bool,
 }
