@@ -31,7 +31,7 @@ impl Watch {
         if *mode != ListMode::Pages {
             match self.stream::<K>(endpoint, scope, idle, progress).await {
                 Ok(resource_version) => {
-                    self.telemetry.record_list(K::RESOURCE, ListedBy::Stream);
+                    self.complete::<K>(scope, ListedBy::Stream);
                     return Ok(resource_version);
                 }
                 Err(error) if *mode == ListMode::Auto && stream_list::cannot_stream(&error) => {
@@ -42,12 +42,19 @@ impl Watch {
             }
         }
         let resource_version = self.pages::<K>(endpoint, scope, idle, progress).await?;
-        self.telemetry.record_list(K::RESOURCE, ListedBy::Pages);
+        self.complete::<K>(scope, ListedBy::Pages);
         Ok(resource_version)
     }
 
+    /// A list has all its objects: count it, then let the index take it in. Counted first,
+    /// so that whoever sees the index synced (readiness) also sees the list counted.
+    fn complete<K: Listed>(&self, scope: Option<&str>, listed_by: ListedBy) {
+        self.telemetry.record_list(K::RESOURCE, listed_by);
+        self.apply(scope, Event::<K>::InitDone);
+    }
+
     /// A streaming list: a watch from "now" that sends every object first, applied as the
-    /// list's objects until the bookmark that ends them. `NoStreaming` where the server
+    /// list's objects until the bookmark that ends them (`complete` then ends the list). `NoStreaming` where the server
     /// answered as to a plain watch (its objects so far are dropped by the next `Init`).
     async fn stream<K>(
         &self,
@@ -80,16 +87,14 @@ impl Watch {
             *progress = Some(Instant::now());
             match stream_list::initial(event)? {
                 Initial::Object(object) => self.apply(scope, Event::InitApply(object)),
-                Initial::End(resource_version) => {
-                    self.apply(scope, Event::<K>::InitDone);
-                    return Ok(resource_version);
-                }
+                Initial::End(resource_version) => return Ok(resource_version),
                 Initial::Ignored(why) => return Err(CallError::NoStreaming(why.into())),
             }
         }
     }
 
-    /// List every page into the index (Init, InitApply…, InitDone); the list's resourceVersion.
+    /// List every page into the index (Init, InitApply…; `complete` ends it); the list's
+    /// resourceVersion.
     async fn pages<K>(
         &self,
         endpoint: &Endpoint,
@@ -112,10 +117,7 @@ impl Watch {
             }
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => params.continue_token = Some(token),
-                None => {
-                    self.apply(scope, Event::<K>::InitDone);
-                    return Ok(page.metadata.resource_version.unwrap_or_default());
-                }
+                None => return Ok(page.metadata.resource_version.unwrap_or_default()),
             }
         }
     }
