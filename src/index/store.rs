@@ -78,7 +78,9 @@ impl<T> Listed<T> {
         match self.chunks.last_mut() {
             Some(last) if last.len() < LISTED_CHUNK => last.push(obj),
             _ => {
-                let mut chunk = Vec::with_capacity(LISTED_CHUNK);
+                // The first chunk grows as a vector does: a relist of three DaemonSets (one per
+                // watched namespace, with --namespace) takes no whole chunk.
+                let mut chunk = Vec::with_capacity(if self.chunks.is_empty() { 0 } else { LISTED_CHUNK });
                 chunk.push(obj);
                 self.chunks.push(chunk);
             }
