@@ -3,19 +3,20 @@
 //! ERROR events, malformed lines and watches that end at once. For each fault: no hot loop
 //! (the requests are counted), `/readyz` false while blind and true after, the self-metric
 //! that names the fault, one error line per burst, and the right answer right after
-//! recovery, including a change made while the exporter was blind.
+//! recovery, including a change made while the exporter was blind. And quiet: watches of
+//! resources nobody writes, which hear bookmarks only by nudging the server.
 //!
 //! Each test prints what it measured: docs/operations.md quotes the figures.
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::cluster::reported_rows;
-use support::fakeapi::{FakeApi, Fault};
+use support::fakeapi::{FakeApi, Fault, RESOURCES};
 use support::{Exporter, daemon_pod, daemonset, node, revision};
 
 /// How long each fault lasts.
@@ -369,4 +370,39 @@ async fn with_the_defaults_a_stall_is_caught_within_90_seconds() {
     );
     assert!(detected >= Duration::from_secs(85), "declared stalled after {detected:?}: too soon for 60 s bookmarks");
     assert!(stalls >= 4.0, "every watch counted its stall: {stalls}");
+}
+
+/// Watches of resources nobody writes, against a server that bookmarks as the watch cache
+/// does: only with a version newer than the watch's, which the cache learns from a
+/// consistent read. Each watch nudges the server with one and hears its bookmarks, so none
+/// is declared stalled, however long the quiet lasts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
+async fn a_quiet_watch_nudges_for_its_bookmarks_instead_of_stalling() {
+    // A 40 s limit: a watch nudges after 15 s of silence, and the server tries a bookmark
+    // each 20 s.
+    let lab = Lab::start_with("quiet", Duration::from_secs(20), &["--watch-stall-seconds", "40"]).await;
+    // Every watch has had a bookmark mid-call: the short limit applies.
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    lab.fake.bookmark_as_watch_cache();
+    let began = Instant::now();
+    let stalls_before = lab.sum("misschedule_exporter_watch_stalls_total", "resource=");
+    // Three limits of quiet.
+    let quiet = Duration::from_secs(120);
+    while began.elapsed() < quiet {
+        assert!(lab.ready(), "unready {:?} into the quiet\n{}", began.elapsed(), lab.log());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let stalls = lab.sum("misschedule_exporter_watch_stalls_total", "resource=") - stalls_before;
+    let seen = lab.fake.seen();
+    let nudges: BTreeMap<&str, usize> = RESOURCES
+        .into_iter()
+        .map(|r| (r, seen.iter().filter(|s| s.at >= began && s.nudge && s.resource == r).count()))
+        .collect();
+    println!("MEASURED {quiet:?} of quiet under the watch cache's bookmark rule: {stalls} stalls, nudges {nudges:?}");
+    assert_eq!(stalls, 0.0, "a quiet watch was declared stalled\n{}", lab.log());
+    for (resource, n) in nudges {
+        // At most one a nudge period (15 s) per kind, and some.
+        assert!((1..=9).contains(&n), "{n} nudges for {resource} in {quiet:?}");
+    }
 }

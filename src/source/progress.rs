@@ -70,13 +70,19 @@ pub fn is_short(call: Call, end: End) -> bool {
     end == End::Closed && call.lasted < SHORT_CALL
 }
 
-/// How long a watch may stay silent before it counts as stalled.
+/// How long a watch may stay silent before it counts as stalled, and when it nudges.
 ///
-/// API servers since about 1.27 send every watch that asks a bookmark each minute, on top
-/// of the one just before the call's deadline; older ones send only that last one. So a
-/// watch uses the short limit (default 90 s: a minute's bookmark, plus half) once it has
-/// seen a bookmark well before a deadline, and until then the call's own timeout plus a
-/// grace, which is what kube-runtime's watcher allows any server.
+/// API servers since about 1.27 send a watch that asks a bookmark each minute, on top of
+/// the one just before the call's deadline; older ones send only that last one. So a watch
+/// uses the short limit (default 90 s: a minute's bookmark, plus half) once it has seen a
+/// bookmark well before a deadline, and until then the call's own timeout plus a grace,
+/// which is what kube-runtime's watcher allows any server.
+///
+/// The minute's bookmark comes only when the server has a resourceVersion newer than the
+/// watch's (apiserver `cacheWatcher.process`), and its watch cache learns one from a change
+/// to that resource or from a progress notification, which etcd sends every 10 minutes or
+/// when a consistent read asks. Of a resource nobody writes, the watch would hear nothing:
+/// so a silent watch nudges the server (`nudge_every`, `watch::nudge`) with such a read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Silence {
     stall_after: Duration,
@@ -89,6 +95,8 @@ pub struct Silence {
 pub const DEADLINE_GRACE: Duration = Duration::from_secs(5);
 /// A bookmark this long before the call's deadline is a periodic one, not the deadline's.
 const PERIODIC_MARGIN: Duration = Duration::from_secs(10);
+/// The shortest silence that earns a nudge.
+const NUDGE_FLOOR: Duration = Duration::from_secs(15);
 
 impl Silence {
     pub fn new(stall_after: Duration, timeout: Duration) -> Self {
@@ -100,6 +108,14 @@ impl Silence {
         if into_call + PERIODIC_MARGIN < self.timeout {
             self.periodic_bookmarks = true;
         }
+    }
+
+    /// Silence after which a watch nudges the server, and again after each nudge: a
+    /// quarter of the short limit, so that the nudge lands before the server's next
+    /// minute's bookmark is due while the limit still runs. Never below `NUDGE_FLOOR`:
+    /// with a limit that short (tests), bookmarks cannot keep a watch alive anyway.
+    pub fn nudge_every(&self) -> Duration {
+        (self.stall_after / 4).max(NUDGE_FLOOR)
     }
 
     /// The longest silence allowed now.
@@ -187,5 +203,16 @@ mod tests {
         let mut short = Silence::new(secs(90), secs(30));
         short.bookmark(secs(5));
         assert_eq!(short.limit(), secs(35));
+    }
+
+    #[test]
+    fn a_silent_watch_nudges_before_the_servers_next_minute_bookmark_is_due() {
+        let silence = Silence::new(secs(90), TIMEOUT);
+        // Bookmarks are tried each minute: a nudge made in the first quarter of the limit
+        // is in time for the next try within it (22.5 + 60 < 90).
+        assert_eq!(silence.nudge_every(), Duration::from_millis(22_500));
+        assert!(silence.nudge_every() + secs(60) < silence.stall_after);
+        // With a 3 s limit (the fault tests) a watch never waits long enough to nudge.
+        assert!(Silence::new(secs(3), TIMEOUT).nudge_every() > secs(3));
     }
 }

@@ -65,6 +65,9 @@ pub enum Streaming {
 pub struct Seen {
     pub resource: String,
     pub watch: bool,
+    /// A list of at most one object that names no resourceVersion: a consistent read, as a
+    /// watch's nudge (`watch::nudge`) is.
+    pub nudge: bool,
     /// A watch that asked for its initial events: a streaming list.
     pub streamed_list: bool,
     /// Its answer was gzipped (`gzip_watches`, and the client accepted gzip).
@@ -86,6 +89,9 @@ struct State {
     /// Bumped by each new fault: open watches close, as when a proxy or API server restarts.
     epoch: u64,
     seen: Vec<Seen>,
+    /// As the API server's watch cache (`bookmark_as_watch_cache`): the version each
+    /// resource's cache knows; `None` for the simple rule (every tick, the newest version).
+    cache_versions: Option<BTreeMap<&'static str, u64>>,
 }
 
 pub struct FakeApi {
@@ -130,11 +136,19 @@ impl FakeApi {
         })
         .abort_handle();
         let bookmarks = tokio::spawn({
-            let changes = changes.clone();
+            let (state, changes) = (state.clone(), changes.clone());
             async move {
                 loop {
                     tokio::time::sleep(bookmark_every).await;
-                    // An empty change: every open watch sends a bookmark at the current version.
+                    {
+                        // As the watch cache: what else the cluster writes (leases) moves
+                        // etcd's revision on, unseen by the four resources' caches.
+                        let mut state = state.lock().unwrap();
+                        if state.cache_versions.is_some() {
+                            state.resource_version += 1;
+                        }
+                    }
+                    // An empty change: every open watch is due a bookmark (`watch_stream`).
                     let _ = changes.send(());
                 }
             }
@@ -169,6 +183,9 @@ impl FakeApi {
             object["metadata"]["resourceVersion"] = json!(version.to_string());
             let existed = state.objects.entry(resource).or_default().insert(key(&object), object.clone()).is_some();
             state.history.push((version, resource, if existed { "MODIFIED" } else { "ADDED" }, object));
+            if let Some(versions) = &mut state.cache_versions {
+                versions.insert(resource, version);
+            }
         }
         let _ = self.changes.send(());
     }
@@ -190,6 +207,20 @@ impl FakeApi {
     /// How watches that ask for their initial events are answered from now on.
     pub fn streaming(&self, streaming: Streaming) {
         self.state.lock().unwrap().streaming = streaming;
+    }
+
+    /// Bookmark as the API server's watch cache does (apiserver `cacheWatcher.process`): a
+    /// watch's bookmark only with a version newer than the watch's, and a resource's cache
+    /// learns one only from a write to that resource or from a consistent read of it (a list
+    /// without resourceVersion, or a streamed list), which asks etcd for progress; each tick
+    /// moves the revision on, as the cluster's other writes do. Off: every tick bookmarks
+    /// every watch at the newest version.
+    pub fn bookmark_as_watch_cache(&self) {
+        let mut state = self.state.lock().unwrap();
+        let version = state.resource_version;
+        state.cache_versions = Some(RESOURCES.into_iter().map(|r| (r, version)).collect());
+        // The cluster writes on meanwhile.
+        state.resource_version += 1;
     }
 
     /// Gzip watches (and streamed lists) for clients that accept gzip, each event a gzip
@@ -272,10 +303,16 @@ async fn respond(
     let params = query(target);
     let watch = params.get("watch").is_some_and(|w| w == "true" || w == "1");
     let streamed_list = watch && params.get("sendInitialEvents").is_some_and(|v| v == "true");
+    let consistent = params.get("resourceVersion").is_none_or(String::is_empty);
+    let nudge = !watch && consistent && params.get("limit").is_some_and(|l| l == "1");
     let (fault, streaming, gzip) = {
         let mut state = state.lock().unwrap();
         let gzipped = watch && accepts_gzip && state.gzip_watches;
-        state.seen.push(Seen { resource: resource.into(), watch, streamed_list, gzipped, at: Instant::now() });
+        state.seen.push(Seen { resource: resource.into(), watch, nudge, streamed_list, gzipped, at: Instant::now() });
+        let newest = state.resource_version;
+        if let Some(versions) = state.cache_versions.as_mut().filter(|_| consistent && (!watch || streamed_list)) {
+            versions.insert(resource, newest);
+        }
         (state.faults.get(resource).cloned(), state.streaming, Gzip(gzipped))
     };
     let throttled = matches!(fault, Some(Fault::Status { .. }));
@@ -474,35 +511,46 @@ async fn watch_stream(
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
     let epoch = state.lock().unwrap().epoch;
+    // The newest version this watch was sent, by event or bookmark.
+    let mut sent = since;
     loop {
         let current = {
             let state = state.lock().unwrap();
             (state.epoch == epoch).then(|| {
-                let events: Vec<String> = state
+                let events: Vec<(u64, String)> = state
                     .history
                     .iter()
                     .filter(|(v, r, _, _)| *v > since && *r == resource)
-                    .map(|(_, _, kind, object)| json!({"type": kind, "object": object}).to_string() + "\n")
+                    .map(|(v, _, kind, object)| (*v, json!({"type": kind, "object": object}).to_string() + "\n"))
                     .collect();
-                (events, state.resource_version)
+                let cached = state.cache_versions.as_ref().map(|versions| versions[resource]);
+                (events, state.resource_version, cached)
             })
         };
-        let Some((events, version)) = current else {
+        let Some((events, version, cached)) = current else {
             let _ = stream.write_all(b"0\r\n\r\n").await;
             return;
         };
         let quiet = events.is_empty();
-        for line in events {
+        for (event_version, line) in events {
             if !gzip.chunk(stream, &line).await {
                 return;
             }
+            sent = event_version;
         }
-        if quiet {
+        // The simple rule bookmarks at the newest version; the watch cache's, only with a
+        // newer version than the watch was sent.
+        let bookmark_at = match cached {
+            None => Some(version),
+            Some(cached) => (cached > sent).then_some(cached),
+        };
+        if let Some(at) = bookmark_at.filter(|_| quiet) {
             let bookmark = json!({"type": "BOOKMARK", "object": {"kind": kind_of(resource), "apiVersion": "v1",
-                "metadata": {"resourceVersion": version.to_string()}}});
+                "metadata": {"resourceVersion": at.to_string()}}});
             if !gzip.chunk(stream, &(bookmark.to_string() + "\n")).await {
                 return;
             }
+            sent = at;
         }
         since = version;
         tokio::select! {

@@ -1,7 +1,8 @@
 //! The Kubernetes edge: one watch per resource (and per namespace when scoped) feeding
 //! the shared index. Each lists (streamed where the server can, `stream_list`, else in
-//! pages), then watches from the list's resourceVersion, call after call; `progress`
-//! judges how each call ended and `retry` how long to wait after a failure.
+//! pages), then watches from the list's resourceVersion, call after call, nudging the
+//! server when quiet (`nudge`); `progress` judges how each call ended and `retry` how long
+//! to wait after a failure.
 
 use std::fmt::Debug;
 use std::pin::pin;
@@ -28,6 +29,7 @@ use crate::source::stream_list::ListMode;
 use crate::telemetry::{EventType, Telemetry};
 
 mod list;
+mod nudge;
 
 /// Objects per list page unless configured: kube's watcher default.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
@@ -35,7 +37,7 @@ pub const DEFAULT_PAGE_SIZE: u32 = 500;
 /// dead-connection detection fires this long plus 5 s after the last byte.
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 290;
 /// Seconds without an event or bookmark before a watch counts as stalled, where the API
-/// server sends a bookmark each minute (1.27 and later): a minute and a half.
+/// server sends a bookmark each minute (1.27 and later, nudged: `nudge`): a minute and a half.
 pub const DEFAULT_STALL_SECONDS: u32 = 90;
 /// The label the DaemonSet controller puts on every pod it creates: a server-side selector
 /// on it means non-daemon pods are never fetched.
@@ -85,7 +87,7 @@ impl WatchConfig {
 /// the set is dropped.
 pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>, telemetry: Arc<Telemetry>) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    let watch = Watch { client, config: config.clone(), shared, telemetry };
+    let watch = Watch { client, config: config.clone(), shared, telemetry, nudges: Arc::default() };
     tasks.spawn(watch.clone().run::<SlimNode>(None, None));
     let scopes: Vec<Option<String>> =
         if config.namespaces.is_empty() { vec![None] } else { config.namespaces.iter().cloned().map(Some).collect() };
@@ -117,6 +119,7 @@ struct Watch {
     config: WatchConfig,
     shared: Arc<Shared>,
     telemetry: Arc<Telemetry>,
+    nudges: Arc<nudge::Nudges>,
 }
 
 /// One watch's requests: where, and with which parameters.
@@ -318,11 +321,19 @@ impl Watch {
         )
         .await?;
         let mut events = pin!(events);
+        let (mut heard, mut nudge_at) = (Instant::now(), Instant::now() + cursor.silence.nudge_every());
         loop {
             let limit = cursor.silence.limit();
-            let Ok(next) = tokio::time::timeout(limit, events.next()).await else {
-                return Err(CallError::Stalled(limit));
+            let next = tokio::select! {
+                next = events.next() => next,
+                () = tokio::time::sleep_until(nudge_at.into()) => {
+                    self.nudge::<K>(endpoint, cursor.silence.nudge_every());
+                    nudge_at += cursor.silence.nudge_every();
+                    continue;
+                }
+                () = tokio::time::sleep_until((heard + limit).into()) => return Err(CallError::Stalled(limit)),
             };
+            (heard, nudge_at) = (Instant::now(), Instant::now() + cursor.silence.nudge_every());
             let (event, version) = match next {
                 None => return Ok(()),
                 Some(Err(error)) => return Err(error),
