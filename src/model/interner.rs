@@ -12,8 +12,8 @@ use hashbrown::HashTable;
 use crate::model::PlacementSpec;
 use crate::model::text::{same_pair, same_toleration};
 use crate::model::{
-    FastSet, Keys, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, PodShape, Str, ThinStr, Toleration,
-    TolerationParts,
+    FastSet, Keys, Label, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, PodShape, Str, ThinStr,
+    Toleration, TolerationParts,
 };
 
 /// Interned values are dropped by `collect_garbage` once only the interner holds them.
@@ -27,6 +27,8 @@ pub struct Interner {
     /// The one empty string, outside `strings` so that it is never collected.
     empty: Str,
     label_sets: HashTable<Labels>,
+    /// The pairs the sets are made of (`Label`), shared across sets.
+    label_pairs: HashTable<Label>,
     placements: HashTable<Arc<Placement>>,
     pod_scopes: HashTable<Arc<PodScope>>,
     pod_shapes: HashTable<Arc<PodShape>>,
@@ -46,6 +48,7 @@ impl std::fmt::Debug for Interner {
             .field("pod_shapes", &self.pod_shapes.len())
             .field("thin_strs", &self.thin_strs.len())
             .field("key_lists", &self.key_lists.len())
+            .field("label_pairs", &self.label_pairs.len())
             .finish()
     }
 }
@@ -108,11 +111,24 @@ impl Interner {
         if let Some(existing) = self.label_sets.find(hash, same) {
             return existing.clone();
         }
-        let set: Labels = Arc::new(pairs.map(|(k, v)| (self.str(k), self.str(v))).collect::<LabelSet>());
+        let set: Labels = Arc::new(pairs.map(|(k, v)| self.label(k, v)).collect::<LabelSet>());
         let hasher = &self.hasher;
         self.label_sets.insert_unique(hash, set.clone(), |l| hash_pairs(hasher, l.iter().map(|(k, v)| (&**k, &**v))));
         self.note_insert();
         set
+    }
+
+    /// The shared pair `key`=`value`: a node's labels repeat its pool's but for a few.
+    fn label(&mut self, key: &str, value: &str) -> Label {
+        let hash = self.hasher.hash_one((key, value));
+        if let Some(existing) = self.label_pairs.find(hash, |l| same_pair((l.key(), l.value()), (key, value))) {
+            return existing.clone();
+        }
+        let label = Label::new(self.str(key), self.str(value));
+        let hasher = &self.hasher;
+        self.label_pairs.insert_unique(hash, label.clone(), |l| hasher.hash_one((&**l.key(), &**l.value())));
+        self.note_insert();
+        label
     }
 
     /// The shared placement equal to `placement`.
@@ -219,13 +235,15 @@ impl Interner {
         self.pod_shapes.retain(|s| Arc::strong_count(s) > 1);
         self.placements.retain(|p| Arc::strong_count(p) > 1);
         self.label_sets.retain(|l| Arc::strong_count(l) > 1);
+        // After the sets, which a dropped set lets go of.
+        self.label_pairs.retain(|l| !l.is_unshared());
         self.strings.retain(|s| Arc::strong_count(s) > 1);
         self.inserts_since_gc = 0;
     }
 
     pub fn len(&self) -> usize {
         let shared = self.label_sets.len() + self.placements.len() + self.pod_scopes.len() + self.pod_shapes.len();
-        self.strings.len() + shared + self.thin_strs.len() + self.key_lists.len()
+        self.strings.len() + shared + self.thin_strs.len() + self.key_lists.len() + self.label_pairs.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -328,6 +346,21 @@ mod tests {
         assert!(Arc::ptr_eq(&keys, &interner.keys(["zone", "app"].into_iter())));
         assert!(!Arc::ptr_eq(&keys, &interner.keys(["app", "zone"].into_iter())), "a list keeps its order");
         assert!(Arc::ptr_eq(&keys[1], &interner.str("app")));
+    }
+
+    #[test]
+    fn label_sets_share_the_pairs_they_have_in_common() {
+        let mut interner = Interner::default();
+        let pairs = |host: &str| [("kubernetes.io/hostname".to_owned(), host.to_owned()), ("zone".into(), "z1".into())];
+        let (a, b) = (pairs("a"), pairs("b"));
+        let (on_a, on_b) =
+            (interner.labels(a.iter().map(|(k, v)| (k, v))), interner.labels(b.iter().map(|(k, v)| (k, v))));
+        let zone = |set: &LabelSet| set.iter().find(|(k, _)| &***k == "zone").map(|(k, _)| k as *const Str);
+        assert_eq!(zone(&on_a), zone(&on_b), "one zone=z1 pair, in both sets");
+        assert_eq!(on_a.get("kubernetes.io/hostname").map(|h| &**h), Some("a"));
+        drop(on_a);
+        interner.collect_garbage();
+        assert_eq!(interner.label_pairs.len(), 2, "a's hostname pair went with a's set: {interner:?}");
     }
 
     #[test]

@@ -3,20 +3,47 @@
 //! A node's labels are its own (its hostname is among them), so whatever a map keeps beside
 //! the pairs is paid once per node. A B-tree holds 11 pairs per leaf: a node with 14 labels
 //! took two leaves and an internal node, about 1 KiB more than the pairs themselves
-//! (docs/benchmarks.md, "Where a node's bytes go").
+//! (docs/benchmarks.md, "Where a node's bytes go"). Each pair is a `Label`, which the
+//! interner shares: nodes of a pool repeat each other's pairs but for the hostname.
+
+use std::sync::Arc;
 
 use super::Str;
 
+/// One label, a key and its value, behind a thin pointer: 8 bytes where the two `Str`s are
+/// 32. `Interner::labels` shares one per distinct pair.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Label(Arc<(Str, Str)>);
+
+impl Label {
+    pub(crate) fn new(key: Str, value: Str) -> Self {
+        Self(Arc::new((key, value)))
+    }
+
+    pub fn key(&self) -> &Str {
+        &self.0.0
+    }
+
+    pub fn value(&self) -> &Str {
+        &self.0.1
+    }
+
+    /// Held by nothing but the interner.
+    pub(crate) fn is_unshared(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct LabelSet(Box<[(Str, Str)]>);
+pub struct LabelSet(Box<[Label]>);
 
 impl LabelSet {
     fn find(&self, key: &str) -> Result<usize, usize> {
-        self.0.binary_search_by(|(k, _)| (**k).cmp(key))
+        self.0.binary_search_by(|label| (**label.key()).cmp(key))
     }
 
     pub fn get(&self, key: &str) -> Option<&Str> {
-        self.find(key).ok().map(|at| &self.0[at].1)
+        self.find(key).ok().map(|at| self.0[at].value())
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -25,11 +52,11 @@ impl LabelSet {
 
     /// The pairs in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&Str, &Str)> + Clone {
-        self.0.iter().map(|(k, v)| (k, v))
+        self.0.iter().map(|label| (label.key(), label.value()))
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Str> {
-        self.0.iter().map(|(k, _)| k)
+        self.0.iter().map(Label::key)
     }
 
     pub fn len(&self) -> usize {
@@ -42,21 +69,30 @@ impl LabelSet {
 }
 
 /// As a map collects: sorted by key, and a key given twice keeps its last value.
-impl FromIterator<(Str, Str)> for LabelSet {
-    fn from_iter<I: IntoIterator<Item = (Str, Str)>>(pairs: I) -> Self {
-        let mut pairs: Vec<(Str, Str)> = pairs.into_iter().collect();
+impl FromIterator<Label> for LabelSet {
+    fn from_iter<I: IntoIterator<Item = Label>>(labels: I) -> Self {
+        let mut labels: Vec<Label> = labels.into_iter().collect();
         // Stable: among equal keys the last given stays last, and is the one kept.
-        pairs.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut kept: Vec<(Str, Str)> = Vec::with_capacity(pairs.len());
-        for pair in pairs {
+        labels.sort_by(|a, b| a.key().cmp(b.key()));
+        let mut kept: Vec<Label> = Vec::with_capacity(labels.len());
+        for label in labels {
             match kept.last_mut() {
-                Some(last) if last.0 == pair.0 => *last = pair,
-                _ => kept.push(pair),
+                Some(last) if last.key() == label.key() => *last = label,
+                _ => kept.push(label),
             }
         }
         Self(kept.into_boxed_slice())
     }
 }
+
+/// Pairs of its own, shared with no other set (tests, and sets built outside the interner).
+impl FromIterator<(Str, Str)> for LabelSet {
+    fn from_iter<I: IntoIterator<Item = (Str, Str)>>(pairs: I) -> Self {
+        pairs.into_iter().map(|(key, value)| Label::new(key, value)).collect()
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Label>() == 8);
 
 #[cfg(test)]
 mod tests {

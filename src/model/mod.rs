@@ -13,7 +13,7 @@ pub mod text;
 mod thin;
 mod uid;
 
-pub use labels::LabelSet;
+pub use labels::{Label, LabelSet};
 pub use pod_id::{PodId, PodScope};
 pub use thin::ThinStr;
 pub use uid::Uid;
