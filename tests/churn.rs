@@ -268,7 +268,10 @@ async fn churn_under_scrape_load_leaves_true_series_and_flat_memory() {
     let exporter = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--events"], &cp.dir.join("exporter.log"));
     let events_from = Instant::now();
     let pid = exporter.child.id();
-    let synced_in = settled(&admin, &exporter, Duration::from_secs(60), false).await;
+    // Ready first: the totals `settled` compares agree at 0 before the pod list is in.
+    wait_until("ready", Duration::from_secs(60), || exporter.ready()).await;
+    settled(&admin, &exporter, Duration::from_secs(60), false).await;
+    let synced_in = events_from.elapsed();
     // On 1.37 the default streams every list, and pages none.
     for resource in ["nodes", "daemonsets", "controllerrevisions", "pods"] {
         let lists = |mode: &str| {
