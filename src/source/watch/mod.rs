@@ -321,19 +321,23 @@ impl Watch {
         )
         .await?;
         let mut events = pin!(events);
-        let (mut heard, mut nudge_at) = (Instant::now(), Instant::now() + cursor.silence.nudge_every());
+        // Last heard, and nudges since; one timer for the nudge or the stall, whichever is first.
+        let (mut heard, mut nudges) = (Instant::now(), 0);
         loop {
-            let limit = cursor.silence.limit();
+            let (limit, every) = (cursor.silence.limit(), cursor.silence.nudge_every());
+            let (stall_at, nudge_at) = (heard + limit, heard + every * (nudges + 1));
             let next = tokio::select! {
                 next = events.next() => next,
-                () = tokio::time::sleep_until(nudge_at.into()) => {
-                    self.nudge::<K>(endpoint, cursor.silence.nudge_every());
-                    nudge_at += cursor.silence.nudge_every();
+                () = tokio::time::sleep_until(stall_at.min(nudge_at).into()) => {
+                    if nudge_at >= stall_at {
+                        return Err(CallError::Stalled(limit));
+                    }
+                    self.nudge::<K>(endpoint, every);
+                    nudges += 1;
                     continue;
                 }
-                () = tokio::time::sleep_until((heard + limit).into()) => return Err(CallError::Stalled(limit)),
             };
-            (heard, nudge_at) = (Instant::now(), Instant::now() + cursor.silence.nudge_every());
+            (heard, nudges) = (Instant::now(), 0);
             let (event, version) = match next {
                 None => return Ok(()),
                 Some(Err(error)) => return Err(error),
