@@ -40,7 +40,7 @@ impl Index {
             .values()
             .filter_map(|pod| {
                 let owner = pod.controller_uid().or_else(|| self.adopted_by.get(&pod.uid))?;
-                if is_available(pod.health, pod.health_since(), min_ready(owner), self.now) {
+                if is_available(pod.health(), pod.health_since(), min_ready(owner), self.now) {
                     return None;
                 }
                 Some((owner.clone(), pod.target_node()?.clone()))
@@ -101,7 +101,7 @@ impl Index {
 /// order `DaemonSetView::pods_on` lists them.
 pub(super) fn first_pod<'p>(claimed: Option<&[Slot]>, pods: &'p Keyed<Pod>) -> Option<&'p Pod> {
     let pods = claimed.into_iter().flatten().map(|&slot| pods.at(slot));
-    pods.min_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)))
+    pods.min_by(|a, b| (a.created(), &a.id).cmp(&(b.created(), &b.id)))
 }
 
 /// `updateDaemonSetStatus` counts a node available when its oldest daemon pod is
@@ -112,7 +112,7 @@ pub(super) fn first_pod_available(
     min_ready_seconds: u32,
     now: Timestamp,
 ) -> bool {
-    first_pod(claimed, pods).is_some_and(|pod| is_available(pod.health, pod.health_since(), min_ready_seconds, now))
+    first_pod(claimed, pods).is_some_and(|pod| is_available(pod.health(), pod.health_since(), min_ready_seconds, now))
 }
 
 /// The eligible nodes where the DaemonSet has no pod: uncovered. Scans the nodes only when

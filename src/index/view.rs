@@ -145,8 +145,8 @@ impl<'a> DaemonSetView<'a> {
             let pod = first_pod(self.state.pods_on(&self.index.node_ids, node), &self.index.pods.objects);
             let (reason, evidence) = match pod {
                 Some(pod) => {
-                    let entered = pod.health_since().max(pod.created);
-                    let reason = pod_reason(pod.health, entered, pod.deletion().is_some(), now);
+                    let entered = pod.health_since().max(pod.created());
+                    let reason = pod_reason(pod.health(), entered, pod.deletion().is_some(), now);
                     // Ready, not yet for minReadySeconds (or the index is not yet told it
                     // matured): on its way.
                     (reason.unwrap_or(Uncovered::Starting), entered)
@@ -212,7 +212,7 @@ impl<'a> DaemonSetView<'a> {
         let pods = &self.index.pods.objects;
         let mut on: Vec<&Pod> =
             self.state.pods_on(&self.index.node_ids, node).into_iter().flatten().map(|&slot| pods.at(slot)).collect();
-        on.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+        on.sort_by(|a, b| (a.created(), &a.id).cmp(&(b.created(), &b.id)));
         on
     }
 

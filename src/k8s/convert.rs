@@ -18,7 +18,7 @@ use crate::model::interner::{Interner, is_own_placement, same_items};
 use crate::model::text::same_pair;
 use crate::model::{
     DaemonSet, DaemonSetStatus, Deletion, FieldOwner, LabelSelector, Node, NodeManagers, NodeSelectorTerm, ObjectRef,
-    Placement, Pod, REVISION_HASH_LABEL, RarePod, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Uid,
+    Placement, Pod, PodLife, REVISION_HASH_LABEL, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Uid,
 };
 use crate::rules::admission;
 use crate::rules::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
@@ -218,20 +218,15 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
     let target_node = spec.and_then(target_node_name).map(|n| interner.thin_str(n));
     let created = meta.creation_timestamp.as_ref().map_or(0, seconds);
     let health = read_health(pod.status.as_ref());
-    let deletion = deletion(meta);
-    let detail = health.detail.map(|d| interner.str(&d));
-    let rare = (deletion.is_some() || detail.is_some()).then(|| Box::new(RarePod { deletion, detail }));
-    Ok(Pod {
-        uid,
-        id,
-        shape: interner.pod_shape(labels, own_placement),
-        target_node,
+    let life = PodLife {
         created,
-        rare,
+        deletion: deletion(meta),
         terminal: pod.is_terminal(),
         health: health.health,
         health_offset: offset_from(created, health.since),
-    })
+        detail: health.detail.map(|d| interner.str(&d)),
+    };
+    Ok(Pod::new(uid, id, interner.pod_shape(labels, own_placement), target_node, life))
 }
 
 /// Whether `pod(decoded)` would equal `cached`, answered without allocating or
@@ -259,7 +254,7 @@ pub fn pod_unchanged_but_uid(decoded: &SlimPod, cached: &Pod) -> bool {
         && spec.and_then(target_node_name) == cached.target_node().map(|n| &**n)
         && is_own_placement(cached.own_placement(), spec)
         && deletion(meta) == cached.deletion()
-        && decoded.is_terminal() == cached.terminal
+        && decoded.is_terminal() == cached.is_terminal()
         && same_health(decoded.status.as_ref(), cached)
 }
 

@@ -79,7 +79,7 @@ pub(crate) fn offset_from(created: Timestamp, at: Option<Timestamp>) -> u32 {
 /// allocation.
 pub(crate) fn same_health(status: Option<&PodStatus>, cached: &Pod) -> bool {
     let read = read_health(status);
-    read.health == cached.health
-        && offset_from(cached.created, read.since) == cached.health_offset
+    read.health == cached.health()
+        && offset_from(cached.created(), read.since) == cached.health_offset()
         && read.detail.as_deref() == cached.detail().map(|d| &**d)
 }

@@ -8,12 +8,14 @@ use std::sync::Arc;
 
 pub mod interner;
 mod labels;
+mod pod;
 mod pod_id;
 pub mod text;
 mod thin;
 mod uid;
 
 pub use labels::{Label, LabelSet};
+pub use pod::{Deletion, Pod, PodHealth, PodLife, PodShape, RarePod};
 pub use pod_id::{PodId, PodScope};
 pub use thin::ThinStr;
 pub use uid::Uid;
@@ -248,137 +250,9 @@ pub struct DaemonSetStatus {
     pub desired_number_scheduled: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pod {
-    pub uid: Uid,
-    /// Its namespace, name and controller.
-    pub id: PodId,
-    /// Its labels and own placement, as its DaemonSet's other pods of its revision have them.
-    pub shape: Arc<PodShape>,
-    /// `spec.nodeName`, else the controller's `matchFields metadata.name` term: behind one
-    /// pointer, as the pod's 8 bytes are many.
-    pub target_node: Option<ThinStr>,
-    /// `creationTimestamp`, or 0 when there is none (the API server always sets one): read
-    /// as a lower bound and a sort key, the epoch means the same as "unknown", in 8 bytes less.
-    pub created: Timestamp,
-    /// Boxed: few pods are being deleted or in trouble at any moment, and this keeps the
-    /// rest small.
-    pub rare: Option<Box<RarePod>>,
-    /// `status.phase` is Failed or Succeeded.
-    pub terminal: bool,
-    /// Whether it is available, and if not, what its status says instead.
-    pub health: PodHealth,
-    /// Seconds after `created` when the pod entered `health`, as its status says (the
-    /// Ready or PodScheduled condition's lastTransitionTime); 0 when it does not say.
-    pub health_offset: u32,
-}
-
-/// What a pod shares with the other pods of its DaemonSet's revision, in one allocation:
-/// a pointer less in each pod.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PodShape {
-    pub labels: Labels,
-    /// The pod's own nodeSelector and tolerations (its affinity is the controller's
-    /// `matchFields` rewrite, so `required_terms` here is always `None`).
-    pub own_placement: Arc<Placement>,
-}
-
-/// What few pods have.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RarePod {
-    pub deletion: Option<Deletion>,
-    /// Why it is not available, in the scheduler's or the kubelet's words, made short
-    /// (`rules::uncovered`): the same words on every node that fails the same way.
-    pub detail: Option<Str>,
-}
-
-/// What a daemon pod's status says about its availability (`podutil.IsPodAvailable`, with
-/// `rules::uncovered` naming the rest). One byte, inline.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum PodHealth {
-    /// The Ready condition is True.
-    Ready,
-    /// Not bound yet, and the scheduler has said nothing against it.
-    #[default]
-    Pending,
-    /// Bound; containers being created (`ContainerCreating`, `PodInitializing`).
-    Creating,
-    /// Containers running, Ready is not True.
-    NotReady,
-    /// `PodScheduled=False`, reason `Unschedulable`.
-    Unschedulable,
-    ImagePull,
-    CrashLoop,
-    ConfigError,
-}
-
-// The index holds a pod per daemon pod, millions at the largest scale, each in a slot of its
-// own size: 72 bytes is the budget, checked here.
-const _: () = assert!(std::mem::size_of::<Pod>() <= 72);
-
 /// The label the DaemonSet controller puts on each pod and revision it makes: which
 /// ControllerRevision the pod came from.
 pub const REVISION_HASH_LABEL: &str = "controller-revision-hash";
-
-impl Pod {
-    /// Since 1.28 (1.26/1.27 patches) the status sync skips pods that are both terminal
-    /// and deleted (`includeDeletedTerminal=false`); 1.20-1.25 counted them.
-    pub fn counts_for_status(&self) -> bool {
-        !(self.terminal && self.deletion().is_some())
-    }
-
-    /// The node it runs on or is made for (`target_node`).
-    pub fn target_node(&self) -> Option<&Str> {
-        self.target_node.as_deref()
-    }
-
-    /// UID of its controller ownerReference (`PodScope::controller_uid`).
-    pub fn controller_uid(&self) -> Option<&Str> {
-        self.id.controller_uid()
-    }
-
-    /// Its delete, once requested.
-    pub fn deletion(&self) -> Option<Deletion> {
-        self.rare.as_ref().and_then(|r| r.deletion)
-    }
-
-    /// Why it is not available, in the scheduler's or the kubelet's words.
-    pub fn detail(&self) -> Option<&Str> {
-        self.rare.as_ref().and_then(|r| r.detail.as_ref())
-    }
-
-    /// When it entered its health, as its status says.
-    pub fn health_since(&self) -> Timestamp {
-        self.created.saturating_add(Timestamp::from(self.health_offset))
-    }
-
-    pub fn labels(&self) -> &LabelSet {
-        &self.shape.labels
-    }
-
-    /// The pod's own nodeSelector and tolerations.
-    pub fn own_placement(&self) -> &Placement {
-        &self.shape.own_placement
-    }
-
-    /// Which ControllerRevision the pod came from (`controller-revision-hash`).
-    pub fn revision_hash(&self) -> Option<&Str> {
-        self.labels().get(REVISION_HASH_LABEL)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Deletion {
-    pub timestamp: Timestamp,
-    pub grace_period_seconds: i64,
-}
-
-impl Deletion {
-    /// When the delete was requested: the deletionTimestamp is that moment plus the grace period.
-    pub fn requested_at(self) -> Timestamp {
-        self.timestamp - self.grace_period_seconds.max(0)
-    }
-}
 
 /// A DaemonSet ControllerRevision: the template a pod was created from.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -205,7 +205,7 @@ pub fn classify(
         }
     };
     // A pod cannot have become misscheduled before it existed.
-    let evidence_since = evidence.map(|e| e.max(pod.created));
+    let evidence_since = evidence.map(|e| e.max(pod.created()));
     let manager = match (reason, skip) {
         (Reason::DaemonSetChanged | Reason::NodeNameMismatch, _) => None,
         (_, Skip::Taint { .. }) => taint_manager(node, &key).cloned(),
