@@ -209,12 +209,12 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
     let name = required("Pod", meta, "metadata.name", meta.name.as_ref())?;
     let namespace = required("Pod", meta, "metadata.namespace", meta.namespace.as_ref())?;
     let controller_uid = controller(meta.owner_references.as_deref()).map(|o| o.uid.as_str());
-    let id = interner.pod_id(namespace, name, controller_uid);
     let uid = Uid::parse(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
     let labels = interner.labels(meta.labels.iter().flatten());
     let spec = pod.spec.as_ref();
     // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
     let own_placement = interner.own_placement(spec);
+    let id = interner.pod_id(namespace, name, controller_uid, labels, own_placement);
     let target_node = spec.and_then(target_node_name).map(|n| interner.thin_str(n));
     let created = meta.creation_timestamp.as_ref().map_or(0, seconds);
     let health = read_health(pod.status.as_ref());
@@ -226,7 +226,7 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
         health_offset: offset_from(created, health.since),
         detail: health.detail.map(|d| interner.str(&d)),
     };
-    Ok(Pod::new(uid, id, interner.pod_shape(labels, own_placement), target_node, life))
+    Ok(Pod::new(uid, id, target_node, life))
 }
 
 /// Whether `pod(decoded)` would equal `cached`, answered without allocating or

@@ -12,7 +12,7 @@ use hashbrown::HashTable;
 use crate::model::PlacementSpec;
 use crate::model::text::{same_pair, same_toleration};
 use crate::model::{
-    FastSet, Keys, Label, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, PodShape, Str, ThinStr,
+    FastSet, Keys, Label, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, Str, ThinStr,
     Toleration, TolerationParts,
 };
 
@@ -31,7 +31,6 @@ pub struct Interner {
     label_pairs: HashTable<Label>,
     placements: HashTable<Arc<Placement>>,
     pod_scopes: HashTable<Arc<PodScope>>,
-    pod_shapes: HashTable<Arc<PodShape>>,
     thin_strs: HashTable<ThinStr>,
     key_lists: HashTable<Keys>,
     hasher: foldhash::fast::RandomState,
@@ -45,7 +44,6 @@ impl std::fmt::Debug for Interner {
             .field("label_sets", &self.label_sets.len())
             .field("placements", &self.placements.len())
             .field("pod_scopes", &self.pod_scopes.len())
-            .field("pod_shapes", &self.pod_shapes.len())
             .field("thin_strs", &self.thin_strs.len())
             .field("key_lists", &self.key_lists.len())
             .field("label_pairs", &self.label_pairs.len())
@@ -160,40 +158,41 @@ impl Interner {
         self.insert_placement(hash, Arc::new(placement))
     }
 
-    /// The id of pod `name` in `namespace` owned by `controller`, all but the end of its
-    /// name shared with the DaemonSet's other pods.
-    pub fn pod_id(&mut self, namespace: &str, name: &str, controller: Option<&str>) -> PodId {
+    /// The id of pod `name` in `namespace` owned by `controller`, with these (interned)
+    /// labels and own placement: all but the end of its name shared with the other pods of
+    /// its DaemonSet's revision. Labels and placement are told apart by address, as the
+    /// interner shares each.
+    pub fn pod_id(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        controller: Option<&str>,
+        labels: Labels,
+        own_placement: Arc<Placement>,
+    ) -> PodId {
         let (prefix, rest) = PodId::split(name);
-        let hash = self.hasher.hash_one((namespace, prefix, controller));
+        let shared = (Arc::as_ptr(&labels), Arc::as_ptr(&own_placement));
+        let hash = self.hasher.hash_one((namespace, prefix, controller, shared));
         let same = |scope: &Arc<PodScope>| {
-            *scope.namespace == *namespace && *scope.prefix == *prefix && scope.controller_uid.as_deref() == controller
+            *scope.namespace == *namespace
+                && *scope.prefix == *prefix
+                && scope.controller_uid.as_deref() == controller
+                && (Arc::as_ptr(&scope.labels), Arc::as_ptr(&scope.own_placement)) == shared
         };
         if let Some(existing) = self.pod_scopes.find(hash, same) {
             return PodId::new(existing.clone(), rest);
         }
         let controller_uid = controller.map(|uid| self.str(uid));
-        let scope = Arc::new(PodScope { namespace: self.str(namespace), prefix: self.str(prefix), controller_uid });
+        let (namespace, prefix) = (self.str(namespace), self.str(prefix));
+        let scope = Arc::new(PodScope { namespace, prefix, controller_uid, labels, own_placement });
         let hasher = &self.hasher;
-        let rehash = |s: &Arc<PodScope>| hasher.hash_one((&*s.namespace, &*s.prefix, s.controller_uid.as_deref()));
+        let rehash = |s: &Arc<PodScope>| {
+            let shared = (Arc::as_ptr(&s.labels), Arc::as_ptr(&s.own_placement));
+            hasher.hash_one((&*s.namespace, &*s.prefix, s.controller_uid.as_deref(), shared))
+        };
         self.pod_scopes.insert_unique(hash, scope.clone(), rehash);
         self.note_insert();
         PodId::new(scope, rest)
-    }
-
-    /// The shared shape of a pod with these (interned) labels and own placement: the two are
-    /// told apart by address, as the interner shares each.
-    pub fn pod_shape(&mut self, labels: Labels, own_placement: Arc<Placement>) -> Arc<PodShape> {
-        let key = |s: &PodShape| (Arc::as_ptr(&s.labels), Arc::as_ptr(&s.own_placement));
-        let wanted = (Arc::as_ptr(&labels), Arc::as_ptr(&own_placement));
-        let hash = self.hasher.hash_one(wanted);
-        if let Some(existing) = self.pod_shapes.find(hash, |s| key(s) == wanted) {
-            return existing.clone();
-        }
-        let shape = Arc::new(PodShape { labels, own_placement });
-        let hasher = &self.hasher;
-        self.pod_shapes.insert_unique(hash, shape.clone(), |s| hasher.hash_one(key(s)));
-        self.note_insert();
-        shape
     }
 
     /// Shared strings for a sorted list of pairs (a nodeSelector).
@@ -228,11 +227,10 @@ impl Interner {
 
     /// Forget values no cached object refers to any more.
     pub fn collect_garbage(&mut self) {
+        // Before what scopes hold, which a dropped scope lets go of.
         self.pod_scopes.retain(|s| Arc::strong_count(s) > 1);
         self.thin_strs.retain(|t| !t.is_unshared());
         self.key_lists.retain(|l| Arc::strong_count(l) > 1);
-        // Before what shapes hold, which a dropped shape lets go of.
-        self.pod_shapes.retain(|s| Arc::strong_count(s) > 1);
         self.placements.retain(|p| Arc::strong_count(p) > 1);
         self.label_sets.retain(|l| Arc::strong_count(l) > 1);
         // After the sets, which a dropped set lets go of.
@@ -242,7 +240,7 @@ impl Interner {
     }
 
     pub fn len(&self) -> usize {
-        let shared = self.label_sets.len() + self.placements.len() + self.pod_scopes.len() + self.pod_shapes.len();
+        let shared = self.label_sets.len() + self.placements.len() + self.pod_scopes.len();
         self.strings.len() + shared + self.thin_strs.len() + self.key_lists.len() + self.label_pairs.len()
     }
 
@@ -376,18 +374,21 @@ mod tests {
     }
 
     #[test]
-    fn a_pod_shape_is_shared_and_lets_go_of_its_parts_when_dropped() {
+    fn a_pod_scope_is_shared_and_lets_go_of_its_parts_when_dropped() {
         let mut interner = Interner::default();
-        let (app, x) = ("app".to_owned(), "x".to_owned());
-        let shape = |interner: &mut Interner| {
-            let labels = interner.labels([(&app, &x)]);
+        let (app, x, y) = ("app".to_owned(), "x".to_owned(), "y".to_owned());
+        let id = |interner: &mut Interner, name: &str, value: &String| {
+            let labels = interner.labels([(&app, value)]);
             let placement = interner.placement(Placement::default());
-            interner.pod_shape(labels, placement)
+            interner.pod_id("ns", name, Some("ds"), labels, placement)
         };
-        let first = shape(&mut interner);
-        assert!(Arc::ptr_eq(&first, &shape(&mut interner)), "one shape for the same labels and placement");
-        drop(first);
+        let (first, second) = (id(&mut interner, "agent-abcde", &x), id(&mut interner, "agent-fghij", &x));
+        assert!(std::ptr::eq(first.scope(), second.scope()), "one scope for the pods of a revision");
+        let relabelled = id(&mut interner, "agent-abcde", &y);
+        assert!(!std::ptr::eq(first.scope(), relabelled.scope()), "other labels, another scope");
+        assert_eq!(relabelled.scope().labels.get("app").map(|v| &**v), Some("y"));
+        drop((first, second, relabelled));
         interner.collect_garbage();
-        assert_eq!(interner.len(), 0, "the shape, then its labels, placement and strings: {interner:?}");
+        assert_eq!(interner.len(), 0, "the scopes, then their labels, placement and strings: {interner:?}");
     }
 }

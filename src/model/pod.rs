@@ -1,19 +1,18 @@
 //! A daemon pod as the index keeps it: millions of them at the largest scale, so each is
-//! 64 bytes, with what few pods have boxed behind one pointer.
+//! 56 bytes, with what it shares with its DaemonSet's other pods behind one pointer and
+//! what few pods have boxed behind another.
 
 use std::fmt;
-use std::sync::Arc;
 
-use super::{LabelSet, Labels, Placement, PodId, REVISION_HASH_LABEL, ThinStr, Timestamp, Uid};
+use super::{LabelSet, Placement, PodId, REVISION_HASH_LABEL, ThinStr, Timestamp, Uid};
 use crate::model::Str;
 
 #[derive(Clone, PartialEq, Eq)]
 pub struct Pod {
     pub uid: Uid,
-    /// Its namespace, name and controller.
+    /// Its namespace, name and controller, and its labels and own placement, as its
+    /// DaemonSet's other pods of its revision have them.
     pub id: PodId,
-    /// Its labels and own placement, as its DaemonSet's other pods of its revision have them.
-    pub shape: Arc<PodShape>,
     /// `spec.nodeName`, else the controller's `matchFields metadata.name` term: behind one
     /// pointer, as the pod's 8 bytes are many.
     pub target_node: Option<ThinStr>,
@@ -25,9 +24,9 @@ pub struct Pod {
     state: State,
 }
 
-// The index holds a pod per daemon pod, each in a slot of its own size: 64 bytes is the
+// The index holds a pod per daemon pod, each in a slot of its own size: 56 bytes is the
 // budget, checked here. (At 2.6M daemon pods, 8 bytes more are 20 MiB.)
-const _: () = assert!(std::mem::size_of::<Pod>() <= 64);
+const _: () = assert!(std::mem::size_of::<Pod>() <= 56);
 
 /// What a pod's metadata and status say of its life, unpacked: `Pod::new` packs it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,16 +45,6 @@ pub struct PodLife {
     /// Why it is not available, in the scheduler's or the kubelet's words, made short
     /// (`rules::uncovered`): the same words on every node that fails the same way.
     pub detail: Option<Str>,
-}
-
-/// What a pod shares with the other pods of its DaemonSet's revision, in one allocation:
-/// a pointer less in each pod.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PodShape {
-    pub labels: Labels,
-    /// The pod's own nodeSelector and tolerations (its affinity is the controller's
-    /// `matchFields` rewrite, so `required_terms` here is always `None`).
-    pub own_placement: Arc<Placement>,
 }
 
 /// What few pods have: a delete, words on why it is not available, or a time that does not
@@ -136,7 +125,7 @@ impl State {
 }
 
 impl Pod {
-    pub fn new(uid: Uid, id: PodId, shape: Arc<PodShape>, target_node: Option<ThinStr>, life: PodLife) -> Self {
+    pub fn new(uid: Uid, id: PodId, target_node: Option<ThinStr>, life: PodLife) -> Self {
         let PodLife { created, deletion, terminal, health, health_offset, detail } = life;
         let compact_created = u32::try_from(created).ok().filter(|&c| c != IN_RARE);
         let state = State::new(terminal, health, health_offset);
@@ -149,7 +138,6 @@ impl Pod {
         Self {
             uid,
             id,
-            shape,
             target_node,
             rare: (rare != RarePod::default()).then(|| Box::new(rare)),
             created: compact_created.unwrap_or(IN_RARE),
@@ -226,12 +214,12 @@ impl Pod {
     }
 
     pub fn labels(&self) -> &LabelSet {
-        &self.shape.labels
+        &self.id.scope().labels
     }
 
     /// The pod's own nodeSelector and tolerations.
     pub fn own_placement(&self) -> &Placement {
-        &self.shape.own_placement
+        &self.id.scope().own_placement
     }
 
     /// Which ControllerRevision the pod came from (`controller-revision-hash`).
@@ -245,7 +233,8 @@ impl fmt::Debug for Pod {
         f.debug_struct("Pod")
             .field("uid", &self.uid)
             .field("id", &self.id)
-            .field("shape", &self.shape)
+            .field("labels", self.labels())
+            .field("own_placement", self.own_placement())
             .field("target_node", &self.target_node)
             .field("life", &self.life())
             .finish()
@@ -267,6 +256,8 @@ impl Deletion {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use proptest::prelude::*;
 
     use super::*;
@@ -314,10 +305,9 @@ mod tests {
         #[test]
         fn a_pod_round_trips_through_its_compact_form(a in life(), b in life()) {
             let mut interner = Interner::default();
-            let id = interner.pod_id("ns", "agent-x7k2p", Some("ds-uid"));
             let labels = interner.labels(std::iter::empty::<(&String, &String)>());
-            let shape = interner.pod_shape(labels, Arc::default());
-            let pod = |life: &PodLife| Pod::new(Uid::parse("u"), id.clone(), shape.clone(), None, life.clone());
+            let id = interner.pod_id("ns", "agent-x7k2p", Some("ds-uid"), labels, Arc::default());
+            let pod = |life: &PodLife| Pod::new(Uid::parse("u"), id.clone(), None, life.clone());
             let (pa, pb) = (pod(&a), pod(&b));
             prop_assert_eq!(pa.life(), a.clone());
             prop_assert_eq!(pa == pb, a == b);

@@ -1,18 +1,20 @@
-//! A pod's namespace, name and controller, kept without an allocation of its own.
+//! A pod's namespace, name and controller, and what it shares with the other pods of its
+//! DaemonSet's revision, kept without an allocation of its own.
 
 use std::fmt;
 use std::sync::Arc;
 
-use crate::model::{ObjectRef, Str};
+use crate::model::{Labels, ObjectRef, Placement, Str};
 
 /// The longest end of a name kept inline: a daemon pod's is 5 characters (the controller's
 /// `generateName` suffix), and 7 puts the whole id in 16 bytes.
 const REST: usize = 7;
 
 /// Daemon pods are named `<generateName><five characters>`. The namespace, the name up to
-/// its last `-` and the controller are shared by all the pods of a DaemonSet
-/// (`Interner::pod_id`), and the rest of the name is kept inline: a string of its own
-/// would cost each of millions of pods 32 bytes more. A name whose end is longer is shared
+/// its last `-`, the controller, the labels and the own placement are shared by all the
+/// pods of a DaemonSet's revision (`Interner::pod_id`), behind one pointer, and the rest of
+/// the name is kept inline: a string of its own would cost each of millions of pods 32
+/// bytes more, and a second pointer for the labels 8. A name whose end is longer is shared
 /// whole, as its own scope.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct PodId {
@@ -21,7 +23,7 @@ pub struct PodId {
     rest_len: u8,
 }
 
-/// What the pods of one DaemonSet share in their id.
+/// What the pods of one DaemonSet's revision share.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct PodScope {
     pub namespace: Str,
@@ -29,6 +31,10 @@ pub struct PodScope {
     /// UID of the controller ownerReference, whatever its kind: claiming compares UIDs only.
     /// `None` makes the pod an orphan that a DaemonSet may adopt.
     pub controller_uid: Option<Str>,
+    pub labels: Labels,
+    /// The pod's own nodeSelector and tolerations (its affinity is the controller's
+    /// `matchFields` rewrite, so `required_terms` here is always `None`).
+    pub own_placement: Arc<Placement>,
 }
 
 impl PodId {
@@ -57,6 +63,11 @@ impl PodId {
 
     pub fn controller_uid(&self) -> Option<&Str> {
         self.scope.controller_uid.as_ref()
+    }
+
+    /// What it shares with the other pods of its DaemonSet's revision.
+    pub fn scope(&self) -> &PodScope {
+        &self.scope
     }
 
     /// The name, built: for output, not for the hot paths.
@@ -127,7 +138,13 @@ mod tests {
     fn id(namespace: &str, name: &str) -> PodId {
         let (prefix, rest) = PodId::split(name);
         PodId::new(
-            Arc::new(PodScope { namespace: namespace.into(), prefix: prefix.into(), controller_uid: None }),
+            Arc::new(PodScope {
+                namespace: namespace.into(),
+                prefix: prefix.into(),
+                controller_uid: None,
+                labels: Labels::default(),
+                own_placement: Arc::default(),
+            }),
             rest,
         )
     }
