@@ -69,10 +69,9 @@ impl Index {
 /// NFD's annotations name are the interner's, shared).
 fn node_heap(node: &Node) -> usize {
     let vec = |len: usize, each: usize| if len == 0 { 0 } else { size_class(len * each) };
-    vec(node.taints.capacity(), size_of::<Taint>())
-        + vec(node.managers.owners.capacity(), size_of::<FieldOwner>())
-        + vec(node.managers.taint_added_by.capacity(), size_of::<(Str, Str)>())
-        + vec(node.managers.label_removed_by.capacity(), size_of::<(Str, Str)>())
+    vec(node.taints.len(), size_of::<Taint>())
+        + vec(node.managers.owners.len(), size_of::<FieldOwner>())
+        + node.managers.seen_bytes()
 }
 
 /// A hashbrown table of `capacity` items: its buckets, one control byte each, and a group.

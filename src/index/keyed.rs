@@ -243,7 +243,7 @@ mod tests {
         Node {
             name: Str::from(name),
             labels: Default::default(),
-            taints: Vec::new(),
+            taints: Box::default(),
             nfd_label_keys: vec![Str::from("k"); nfd_keys].into(),
             nfd_taint_keys: Default::default(),
             managers: Default::default(),

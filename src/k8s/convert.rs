@@ -90,7 +90,7 @@ pub fn node(node: &SlimNode, interner: &mut Interner) -> Result<Node, ConvertErr
             taints: o.taints,
         })
         .collect();
-    let managers = NodeManagers { owners, ..NodeManagers::default() };
+    let managers = NodeManagers::new(owners);
     Ok(Node { name, labels, taints, nfd_label_keys, nfd_taint_keys, managers })
 }
 

@@ -181,7 +181,7 @@ pub enum LabelSelector {
 pub struct Node {
     pub name: Str,
     pub labels: Labels,
-    pub taints: Vec<Taint>,
+    pub taints: Box<[Taint]>,
     /// Label keys NFD says it owns (`nfd.node.kubernetes.io/feature-labels`), fully qualified.
     pub nfd_label_keys: Keys,
     /// Taint keys NFD says it owns (`nfd.node.kubernetes.io/taints`).
@@ -195,12 +195,46 @@ pub struct Node {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeManagers {
     /// The managedFields entries that own labels or the taint list.
-    pub owners: Vec<FieldOwner>,
+    pub owners: Box<[FieldOwner]>,
+    /// What the index saw, when it saw anything: boxed, as few nodes have any (`None`
+    /// rather than empty, so that equal nodes compare equal).
+    seen: Option<Box<SeenManagers>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct SeenManagers {
+    taint_added_by: Vec<(Str, Str)>,
+    label_removed_by: Vec<(Str, Str)>,
+}
+
+impl NodeManagers {
+    pub fn new(owners: Box<[FieldOwner]>) -> Self {
+        Self { owners, seen: None }
+    }
+
     /// Who added each taint, for taints seen appearing or present when the list changed
     /// hands. A taint without an entry was there from the start: the list owner wrote it.
-    pub taint_added_by: Vec<(Str, Str)>,
+    pub fn taint_added_by(&self) -> &[(Str, Str)] {
+        self.seen.as_ref().map_or(&[], |seen| &seen.taint_added_by)
+    }
+
     /// Who removed labels some DaemonSet selects on, while they stay absent.
-    pub label_removed_by: Vec<(Str, Str)>,
+    pub fn label_removed_by(&self) -> &[(Str, Str)] {
+        self.seen.as_ref().map_or(&[], |seen| &seen.label_removed_by)
+    }
+
+    pub fn set_seen(&mut self, taint_added_by: Vec<(Str, Str)>, label_removed_by: Vec<(Str, Str)>) {
+        let seen = SeenManagers { taint_added_by, label_removed_by };
+        self.seen = (seen != SeenManagers::default()).then(|| Box::new(seen));
+    }
+
+    /// The heap bytes of what was seen, for `index::footprint`.
+    pub fn seen_bytes(&self) -> usize {
+        self.seen.as_ref().map_or(0, |seen| {
+            let pairs = seen.taint_added_by.capacity() + seen.label_removed_by.capacity();
+            size_of::<SeenManagers>() + pairs * size_of::<(Str, Str)>()
+        })
+    }
 }
 
 /// One managedFields entry, reduced to what it owns of labels and taints.

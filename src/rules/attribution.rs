@@ -55,12 +55,12 @@ fn find<'a>(pairs: &'a [(Str, Str)], key: &str) -> Option<&'a Str> {
 
 /// Who added the taint `key`: seen live, or else the taint list's owner.
 pub fn taint_manager<'a>(node: &'a Node, key: &str) -> Option<&'a Str> {
-    find(&node.managers.taint_added_by, key).or_else(|| taint_list_owner(node))
+    find(node.managers.taint_added_by(), key).or_else(|| taint_list_owner(node))
 }
 
 /// Who set the label `key` (its owner), or, when it is gone, who removed it (seen live).
 pub fn label_manager<'a>(node: &'a Node, key: &str) -> Option<&'a Str> {
-    if node.labels.contains_key(key) { label_owner(node, key) } else { find(&node.managers.label_removed_by, key) }
+    if node.labels.contains_key(key) { label_owner(node, key) } else { find(node.managers.label_removed_by(), key) }
 }
 
 /// The manager that wrote this update: an owner entry that is new or has a new time.
@@ -92,7 +92,7 @@ pub fn carry_over(old: &Node, new: &mut Node, selected: impl Fn(&str) -> bool) {
     }
 
     let mut label_removed_by: Vec<(Str, Str)> =
-        old.managers.label_removed_by.iter().filter(|(key, _)| !new.labels.contains_key(key)).cloned().collect();
+        old.managers.label_removed_by().iter().filter(|(key, _)| !new.labels.contains_key(key)).cloned().collect();
     for key in old.labels.keys().filter(|k| !new.labels.contains_key(k) && selected(k)) {
         // The remover, or, if it left no trace, the label's last owner.
         if let Some(by) = writer.clone().or_else(|| label_owner(old, key).cloned()) {
@@ -101,8 +101,7 @@ pub fn carry_over(old: &Node, new: &mut Node, selected: impl Fn(&str) -> bool) {
         }
     }
 
-    new.managers.taint_added_by = taint_added_by;
-    new.managers.label_removed_by = label_removed_by;
+    new.managers.set_seen(taint_added_by, label_removed_by);
 }
 
 /// Whether a template's nodeSelector or required node affinity names the label `key`.
