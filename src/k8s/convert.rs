@@ -84,10 +84,8 @@ pub fn node(node: &SlimNode, interner: &mut Interner) -> Result<Node, ConvertErr
     let nfd_taint_keys = interner.keys(nfd_taints(meta).map(nfd_taint_key));
     let owners = field_owners(meta)
         .map(|o| FieldOwner {
-            manager: interner.str(o.manager),
+            owns: interner.owned_fields(o.manager, o.labels.iter().copied(), o.taints),
             time: o.time,
-            labels: interner.keys(o.labels.iter().copied()),
-            taints: o.taints,
         })
         .collect();
     let managers = NodeManagers::new(owners);
@@ -117,10 +115,10 @@ pub fn node_unchanged(decoded: &SlimNode, cached: &Node) -> bool {
         })
         && nfd_taints(meta).map(nfd_taint_key).eq(cached.nfd_taint_keys.iter().map(|k| &**k))
         && same_items(field_owners(meta), cached.managers.owners.iter(), |decoded, cached| {
-            decoded.manager == &*cached.manager
+            decoded.manager == &*cached.owns.manager
                 && decoded.time == cached.time
-                && decoded.taints == cached.taints
-                && decoded.labels.iter().copied().eq(cached.labels.iter().map(|k| &**k))
+                && decoded.taints == cached.owns.taints
+                && decoded.labels.iter().copied().eq(cached.owns.labels.iter().map(|k| &**k))
         })
 }
 

@@ -12,7 +12,7 @@ use hashbrown::HashTable;
 use crate::model::PlacementSpec;
 use crate::model::text::{same_pair, same_toleration};
 use crate::model::{
-    FastSet, Keys, Label, LabelSet, Labels, NodeSelectorTerm, Placement, PodId, PodScope, Str, ThinStr,
+    FastSet, Keys, Label, LabelSet, Labels, NodeSelectorTerm, OwnedFields, Placement, PodId, PodScope, Str, ThinStr,
     Toleration, TolerationParts,
 };
 
@@ -31,6 +31,7 @@ pub struct Interner {
     label_pairs: HashTable<Label>,
     placements: HashTable<Arc<Placement>>,
     pod_scopes: HashTable<Arc<PodScope>>,
+    owned_fields: HashTable<Arc<OwnedFields>>,
     thin_strs: HashTable<ThinStr>,
     key_lists: HashTable<Keys>,
     hasher: foldhash::fast::RandomState,
@@ -44,6 +45,7 @@ impl std::fmt::Debug for Interner {
             .field("label_sets", &self.label_sets.len())
             .field("placements", &self.placements.len())
             .field("pod_scopes", &self.pod_scopes.len())
+            .field("owned_fields", &self.owned_fields.len())
             .field("thin_strs", &self.thin_strs.len())
             .field("key_lists", &self.key_lists.len())
             .field("label_pairs", &self.label_pairs.len())
@@ -95,6 +97,28 @@ impl Interner {
         self.key_lists.insert_unique(hash, list.clone(), |l| hash_keys(hasher, l.iter().map(|k| &**k)));
         self.note_insert();
         list
+    }
+
+    /// What a managedFields entry owns, shared by the nodes whose entry of `manager` owns the
+    /// same label keys (interned first, then told apart by address) and taints.
+    pub fn owned_fields<'a>(
+        &mut self,
+        manager: &str,
+        labels: impl Iterator<Item = &'a str> + Clone,
+        taints: bool,
+    ) -> Arc<OwnedFields> {
+        let labels = self.keys(labels);
+        let key = |o: &OwnedFields| (Arc::as_ptr(&o.labels), o.taints);
+        let hash = self.hasher.hash_one((manager, (Arc::as_ptr(&labels), taints)));
+        let same = |o: &Arc<OwnedFields>| *o.manager == *manager && key(o) == (Arc::as_ptr(&labels), taints);
+        if let Some(existing) = self.owned_fields.find(hash, same) {
+            return existing.clone();
+        }
+        let owned = Arc::new(OwnedFields { manager: self.str(manager), labels, taints });
+        let hasher = &self.hasher;
+        self.owned_fields.insert_unique(hash, owned.clone(), |o| hasher.hash_one((&*o.manager, key(o))));
+        self.note_insert();
+        owned
     }
 
     /// The shared label set equal to `pairs`, which come sorted by key (from a map).
@@ -227,8 +251,9 @@ impl Interner {
 
     /// Forget values no cached object refers to any more.
     pub fn collect_garbage(&mut self) {
-        // Before what scopes hold, which a dropped scope lets go of.
+        // Before what scopes and owned fields hold, which a dropped one lets go of.
         self.pod_scopes.retain(|s| Arc::strong_count(s) > 1);
+        self.owned_fields.retain(|o| Arc::strong_count(o) > 1);
         self.thin_strs.retain(|t| !t.is_unshared());
         self.key_lists.retain(|l| Arc::strong_count(l) > 1);
         self.placements.retain(|p| Arc::strong_count(p) > 1);
@@ -240,7 +265,7 @@ impl Interner {
     }
 
     pub fn len(&self) -> usize {
-        let shared = self.label_sets.len() + self.placements.len() + self.pod_scopes.len();
+        let shared = self.label_sets.len() + self.placements.len() + self.pod_scopes.len() + self.owned_fields.len();
         self.strings.len() + shared + self.thin_strs.len() + self.key_lists.len() + self.label_pairs.len()
     }
 
@@ -324,71 +349,4 @@ fn hash_parts<'a>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn equal_values_share_one_allocation() {
-        let mut interner = Interner::default();
-        let a = interner.str("node-a");
-        let b = interner.str("node-a");
-        assert!(Arc::ptr_eq(&a, &b));
-        let thin = interner.thin_str("node-a");
-        assert!(Arc::ptr_eq(&thin, &a), "a thin string points at the shared one");
-        assert!(std::ptr::eq(&**thin, &**interner.thin_str("node-a")));
-        let (k, v) = ("app".to_string(), "agent".to_string());
-        let l1 = interner.labels([(&k, &v)]);
-        let l2 = interner.labels([(&k, &v)]);
-        assert!(Arc::ptr_eq(&l1, &l2));
-        let keys = interner.keys(["zone", "app"].into_iter());
-        assert!(Arc::ptr_eq(&keys, &interner.keys(["zone", "app"].into_iter())));
-        assert!(!Arc::ptr_eq(&keys, &interner.keys(["app", "zone"].into_iter())), "a list keeps its order");
-        assert!(Arc::ptr_eq(&keys[1], &interner.str("app")));
-    }
-
-    #[test]
-    fn label_sets_share_the_pairs_they_have_in_common() {
-        let mut interner = Interner::default();
-        let pairs = |host: &str| [("kubernetes.io/hostname".to_owned(), host.to_owned()), ("zone".into(), "z1".into())];
-        let (a, b) = (pairs("a"), pairs("b"));
-        let (on_a, on_b) =
-            (interner.labels(a.iter().map(|(k, v)| (k, v))), interner.labels(b.iter().map(|(k, v)| (k, v))));
-        let zone = |set: &LabelSet| set.iter().find(|(k, _)| &***k == "zone").map(|(k, _)| k as *const Str);
-        assert_eq!(zone(&on_a), zone(&on_b), "one zone=z1 pair, in both sets");
-        assert_eq!(on_a.get("kubernetes.io/hostname").map(|h| &**h), Some("a"));
-        drop(on_a);
-        interner.collect_garbage();
-        assert_eq!(interner.label_pairs.len(), 2, "a's hostname pair went with a's set: {interner:?}");
-    }
-
-    #[test]
-    fn garbage_collection_drops_only_unreferenced_values() {
-        let mut interner = Interner::default();
-        let kept = interner.str("kept");
-        drop(interner.str("dropped"));
-        drop(interner.thin_str("dropped too"));
-        drop(interner.keys(["dropped", "as a list"].into_iter()));
-        interner.collect_garbage();
-        assert_eq!(interner.len(), 1, "{interner:?}");
-        assert!(Arc::ptr_eq(&kept, &interner.str("kept")));
-    }
-
-    #[test]
-    fn a_pod_scope_is_shared_and_lets_go_of_its_parts_when_dropped() {
-        let mut interner = Interner::default();
-        let (app, x, y) = ("app".to_owned(), "x".to_owned(), "y".to_owned());
-        let id = |interner: &mut Interner, name: &str, value: &String| {
-            let labels = interner.labels([(&app, value)]);
-            let placement = interner.placement(Placement::default());
-            interner.pod_id("ns", name, Some("ds"), labels, placement)
-        };
-        let (first, second) = (id(&mut interner, "agent-abcde", &x), id(&mut interner, "agent-fghij", &x));
-        assert!(std::ptr::eq(first.scope(), second.scope()), "one scope for the pods of a revision");
-        let relabelled = id(&mut interner, "agent-abcde", &y);
-        assert!(!std::ptr::eq(first.scope(), relabelled.scope()), "other labels, another scope");
-        assert_eq!(relabelled.scope().labels.get("app").map(|v| &**v), Some("y"));
-        drop((first, second, relabelled));
-        interner.collect_garbage();
-        assert_eq!(interner.len(), 0, "the scopes, then their labels, placement and strings: {interner:?}");
-    }
-}
+mod tests;

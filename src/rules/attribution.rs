@@ -38,15 +38,15 @@ impl NfdManagers {
 /// The newest of the owners matching `owns`: shared ownership is possible with
 /// server-side apply; the latest writer is the likelier author.
 fn newest(owners: &[FieldOwner], owns: impl Fn(&FieldOwner) -> bool) -> Option<&Str> {
-    owners.iter().filter(|o| owns(o)).max_by_key(|o| o.time).map(|o| &o.manager)
+    owners.iter().filter(|o| owns(o)).max_by_key(|o| o.time).map(|o| &o.owns.manager)
 }
 
 fn taint_list_owner(node: &Node) -> Option<&Str> {
-    newest(&node.managers.owners, |o| o.taints)
+    newest(&node.managers.owners, |o| o.owns.taints)
 }
 
 fn label_owner<'a>(node: &'a Node, key: &str) -> Option<&'a Str> {
-    newest(&node.managers.owners, |o| o.labels.iter().any(|k| **k == *key))
+    newest(&node.managers.owners, |o| o.owns.labels.iter().any(|k| **k == *key))
 }
 
 fn find<'a>(pairs: &'a [(Str, Str)], key: &str) -> Option<&'a Str> {
@@ -68,9 +68,9 @@ pub fn label_manager<'a>(node: &'a Node, key: &str) -> Option<&'a Str> {
 /// pure removal has no writer here (`None`), nor has a write in the same second.
 fn writer<'a>(old: &[FieldOwner], new: &'a [FieldOwner]) -> Option<&'a Str> {
     new.iter()
-        .filter(|n| !old.iter().any(|o| o.manager == n.manager && o.time == n.time))
+        .filter(|n| !old.iter().any(|o| o.owns.manager == n.owns.manager && o.time == n.time))
         .max_by_key(|n| n.time)
-        .map(|n| &n.manager)
+        .map(|n| &n.owns.manager)
 }
 
 /// Carry what was seen from `old` into `new`, the next version of the same node.
