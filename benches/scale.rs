@@ -435,6 +435,7 @@ fn main() {
         (0..shape.daemonsets).flat_map(|j| [shape.revision(j, 1), shape.revision(j, 2)]),
         500,
     );
+    let after_daemonsets = rss();
     cold += initial_list::<Pod, SlimPod>(&mut index, shape.pod_slots().map(|(j, i)| shape.pod(j, i, 0)), 500);
     let synced = rss();
 
@@ -477,6 +478,13 @@ fn main() {
     });
     let per_node = after_nodes.saturating_sub(baseline) as f64 / shape.nodes as f64;
     rows.push(Row::new("of which: RSS growth per node, after the node list", per_node, format!("{per_node:.0} B")));
+    // A DaemonSet and its two revisions, before its pods (their claims grow with the pods).
+    let per_daemonset = after_daemonsets.saturating_sub(after_nodes) as f64 / shape.daemonsets as f64;
+    rows.push(Row::new(
+        "of which: RSS growth per DaemonSet and its revisions, after their lists",
+        per_daemonset,
+        format!("{per_daemonset:.0} B"),
+    ));
     let per_pod = purged.saturating_sub(baseline) as f64 / pods as f64;
     rows.push(Row::new("RSS growth per daemon pod, idle (all objects included)", per_pod, format!("{per_pod:.0} B")));
     // Where those bytes go, as the index estimates its own structures.
