@@ -137,24 +137,45 @@ async fn ready_pods(admin: &Cluster) -> BTreeSet<String> {
     pods.into_iter().filter(ready).filter_map(|p| p.metadata.name).collect()
 }
 
+/// How long before the exporter's metrics are read a pod must have been Ready for a row
+/// naming it to be stale: a list of 20,000 pods takes seconds on a loaded lab, and KWOK
+/// readies pods all through it (seen at 1,000 nodes on a slow machine: 10 such rows when the
+/// 120 s ran out, among hundreds of pods KWOK had yet to ready). A missed Ready event leaves
+/// its row for good, so this still catches one.
+const HEARD_WITHIN: Duration = Duration::from_secs(5);
+
 /// Wait until the exporter reports nothing misscheduled and agrees with the controller,
-/// and with `covered`, lists no uncovered node whose pod the API server has Ready (the
-/// stale row a missed Ready event would leave). Pods KWOK has yet to ready may stay listed.
+/// and with `covered`, lists no uncovered node whose pod the API server had Ready
+/// `HEARD_WITHIN` before (the stale row a missed Ready event would leave). Pods KWOK has
+/// yet to ready may stay listed.
 async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration, covered: bool) -> Duration {
     let started = Instant::now();
     let mut nudged = started;
+    // The API server's Ready pods, each list with when it ended.
+    let mut ready_lists: Vec<(Instant, BTreeSet<String>)> = Vec::new();
     loop {
+        let read_at = Instant::now();
         let metrics = exporter.metrics();
         let ours = reported_totals(&metrics);
         let uncovered = samples(&metrics, "daemonset_uncovered_node_info");
         let stale = if covered && !uncovered.is_empty() {
+            // The newest list old enough to judge by; none yet means not yet judged.
+            let old_enough = ready_lists.iter().rposition(|(ended, _)| *ended + HEARD_WITHIN <= read_at);
+            ready_lists.drain(..old_enough.unwrap_or(0));
+            let stale = match (old_enough, ready_lists.first()) {
+                (Some(_), Some((_, ready))) => {
+                    Some(uncovered.iter().filter(|(l, _)| ready.contains(&l["pod"])).count())
+                }
+                _ => None,
+            };
             let ready = ready_pods(admin).await;
-            uncovered.iter().filter(|(l, _)| ready.contains(&l["pod"])).count()
+            ready_lists.push((Instant::now(), ready));
+            stale
         } else {
-            0
+            Some(0)
         };
         if reported_rows(&metrics).is_empty()
-            && stale == 0
+            && stale == Some(0)
             && ours.len() == DAEMONSETS
             && admin.fresh_status_totals(&ours, &mut nudged).await.as_ref() == Some(&ours)
         {
@@ -181,7 +202,7 @@ async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration, covere
                 nodes.push_str(&format!("\n  {name}: ready {ready:?}, taints {taints:?}"));
             }
             panic!(
-                "no agreement within {timeout:?}: exporter {ours:?}\nrows {rows:?}\n{stale} uncovered rows name a pod the API server has Ready: {uncovered:?}\nnodes:{nodes}"
+                "no agreement within {timeout:?}: exporter {ours:?}\nrows {rows:?}\nuncovered rows naming a pod the API server had Ready {HEARD_WITHIN:?} before: {stale:?} (None: not judged yet), of {uncovered:?}\nnodes:{nodes}"
             );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
