@@ -9,6 +9,7 @@ pub mod advice;
 mod burst;
 pub mod connect;
 pub mod failed_creates;
+mod lines;
 pub mod list;
 pub mod manifest;
 pub mod progress;

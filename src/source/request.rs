@@ -14,10 +14,11 @@ use kube::client::Body;
 use kube::core::{Request, Status};
 use serde::de::DeserializeOwned;
 use tokio::io::AsyncRead;
-use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
+use tokio_util::codec::FramedRead;
 use tokio_util::io::StreamReader;
 
 use super::advice;
+use super::lines::{LineError, Lines};
 use super::progress::Failure;
 
 /// The longest watch line read: an object's limit in etcd is 1.5 MiB, a few times that
@@ -166,16 +167,13 @@ pub async fn watch<K: DeserializeOwned + Clone>(
         Box::new(bytes)
     };
     // Split as bytes: the decoder checks the UTF-8 of the strings it keeps, not of every line.
-    let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), MAX_LINE);
-    let lines = FramedRead::new(body, codec);
+    let lines = FramedRead::new(body, Lines::new(MAX_LINE));
     Ok(lines.map(|line| match line {
         Ok(line) => decode(&line, "a watch event", locate_in_event::<K>),
-        Err(AnyDelimiterCodecError::Io(error)) => Err(CallError::Cut(error.to_string())),
-        Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => Err(CallError::Malformed {
-            what: "a watch event",
-            at: "the whole line".into(),
-            error: format!("longer than {MAX_LINE} bytes"),
-        }),
+        Err(LineError::Io(error)) => Err(CallError::Cut(error.to_string())),
+        Err(error @ LineError::TooLong(_)) => {
+            Err(CallError::Malformed { what: "a watch event", at: "the whole line".into(), error: error.to_string() })
+        }
     }))
 }
 
