@@ -327,6 +327,9 @@ impl Watch {
             let (limit, every) = (cursor.silence.limit(), cursor.silence.nudge_every());
             let (stall_at, nudge_at) = (heard + limit, heard + every * (nudges + 1));
             let next = tokio::select! {
+                // An event that is there is taken before the timer is armed: arming and
+                // dropping it for each event of a streamed list cost more than the wait.
+                biased;
                 next = events.next() => next,
                 () = tokio::time::sleep_until(stall_at.min(nudge_at).into()) => {
                     if nudge_at >= stall_at {
