@@ -15,7 +15,7 @@ mod thin;
 mod uid;
 
 pub use labels::{Label, LabelSet};
-pub use pod::{Deletion, Pod, PodHealth, PodLife, RarePod};
+pub use pod::{Deletion, Pod, PodHealth, PodLife};
 pub use pod_id::{PodId, PodScope};
 pub use thin::ThinStr;
 pub use uid::Uid;

@@ -51,7 +51,7 @@ pub struct PodLife {
 /// fit the pod's compact form (before 1970 or after 2106; a health entered 4 years or more
 /// after its creation).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RarePod {
+struct RarePod {
     deletion: Option<Deletion>,
     detail: Option<Str>,
     created: Option<Timestamp>,
