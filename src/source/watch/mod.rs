@@ -344,12 +344,13 @@ impl Watch {
             let (event, version) = match next {
                 None => return Ok(()),
                 Some(Err(error)) => return Err(error),
-                Some(Ok(WatchEvent::Added(object) | WatchEvent::Modified(object))) => {
-                    let version = object.meta().resource_version.clone();
+                // The index never reads a resource version: taken, not copied.
+                Some(Ok(WatchEvent::Added(mut object) | WatchEvent::Modified(mut object))) => {
+                    let version = object.meta_mut().resource_version.take();
                     (Some(Event::Apply(object)), version)
                 }
-                Some(Ok(WatchEvent::Deleted(object))) => {
-                    let version = object.meta().resource_version.clone();
+                Some(Ok(WatchEvent::Deleted(mut object))) => {
+                    let version = object.meta_mut().resource_version.take();
                     (Some(Event::Delete(object)), version)
                 }
                 Some(Ok(WatchEvent::Bookmark(bookmark))) => {
