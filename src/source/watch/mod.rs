@@ -26,8 +26,9 @@ use crate::source::progress::{Call, End, Failure, Next, Silence, after_call, is_
 use crate::source::request::{self, CallError, Compression};
 use crate::source::retry::{Attempt, Retry};
 use crate::source::stream_list::ListMode;
-use crate::telemetry::{EventType, Telemetry};
+use crate::telemetry::Telemetry;
 
+mod apply;
 mod list;
 mod nudge;
 
@@ -371,34 +372,6 @@ impl Watch {
             if let Some(event) = event {
                 self.apply(scope, event);
             }
-        }
-    }
-
-    /// Apply one event to the index, counting it. An object that cannot be read is left
-    /// out and counted; the watch goes on.
-    fn apply<K: Indexed>(&self, scope: Option<&str>, event: Event<K>) {
-        let resource = K::RESOURCE;
-        let kind = EventType::of(&event);
-        let now_ms = unix_ms();
-        self.telemetry.record_event(resource, kind, now_ms);
-        if kind == EventType::InitDone {
-            // Before the index takes in the list, too: the pages jemalloc keeps for its decay
-            // second and what the index builds at once were most of an initial sync's peak.
-            crate::allocator::purge();
-        }
-        let applying = Instant::now();
-        let result = self.shared.update(|index| {
-            index.set_now(now_ms / 1000);
-            index.apply_scoped(scope, event)
-        });
-        self.telemetry.apply_duration.observe(applying.elapsed().as_secs_f64());
-        if kind == EventType::InitDone {
-            // The list's pages and decoded objects are garbage now: give them back at once.
-            crate::allocator::purge();
-        }
-        if let Err(error) = result {
-            self.telemetry.record_invalid(resource);
-            tracing::warn!(resource = resource.as_str(), %error, "ignoring object the exporter cannot read");
         }
     }
 }
