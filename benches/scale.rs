@@ -147,6 +147,18 @@ where
     spent
 }
 
+/// Applies `events` (and drops them), adding their count and the time it took to `kind`.
+fn timed<K: Indexed>(index: &mut Index, events: Vec<Event<K>>, kind: &mut (usize, Duration)) -> usize {
+    let count = events.len();
+    let started = Instant::now();
+    for event in events {
+        index.apply(event).unwrap();
+    }
+    kind.1 += started.elapsed();
+    kind.0 += count;
+    count
+}
+
 /// Events made, then applied, at a time (see the events section of `main`).
 const EVENT_BATCH: usize = 32;
 
@@ -585,20 +597,24 @@ fn main() {
     // watcher decodes and applies one event at a time, so the allocator reuses what the
     // last event freed; events are made in small batches to keep that true here.
     let mut index = Arc::try_unwrap(shared).map(|s| s.into_index()).unwrap_or_else(|_| panic!("index still shared"));
+    // Timed by kind as well, each kind's events of a batch together, to show which kind a
+    // bigger cluster makes dearer.
+    const KINDS: [&str; 4] =
+        ["pod status updates", "node heartbeats", "drain taints on or off", "pods deleted and recreated"];
+    let mut by_kind = [(0usize, Duration::ZERO); KINDS.len()];
     let mut applied = 0usize;
-    let mut spent = Duration::ZERO;
     let mut nonce = 1u64;
     let slots: Vec<(usize, usize)> = shape.pod_slots().collect();
     while applied < opts.events {
-        let mut pods = Vec::with_capacity(EVENT_BATCH + 1);
-        let mut nodes = Vec::with_capacity(EVENT_BATCH);
+        let (mut updates, mut heartbeats, mut drains, mut recreations) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..EVENT_BATCH.min(opts.events - applied) {
             nonce += 1;
             let pick = (nonce.wrapping_mul(2_654_435_761) % slots.len() as u64) as usize;
             let (j, i) = slots[pick];
             match nonce % 100 {
-                0..=79 => pods.push(Event::Apply(decoded::<SlimPod>(&shape.pod(j, i, nonce)))),
-                80..=89 => nodes.push(Event::Apply(decoded::<SlimNode>(&shape.node(i)))),
+                0..=79 => updates.push(Event::Apply(decoded::<SlimPod>(&shape.pod(j, i, nonce)))),
+                80..=89 => heartbeats.push(Event::Apply(decoded::<SlimNode>(&shape.node(i)))),
                 90 => {
                     let mut node = shape.node(i);
                     let taints = node.spec.as_mut().unwrap().taints.get_or_insert_default();
@@ -612,26 +628,21 @@ fn main() {
                             .unwrap(),
                         );
                     }
-                    nodes.push(Event::Apply(decoded::<SlimNode>(&node)));
+                    drains.push(Event::Apply(decoded::<SlimNode>(&node)));
                 }
                 _ => {
                     let pod = shape.pod(j, i, nonce);
-                    pods.push(Event::Delete(decoded::<SlimPod>(&pod)));
-                    pods.push(Event::Apply(decoded::<SlimPod>(&pod)));
+                    recreations.push(Event::Delete(decoded::<SlimPod>(&pod)));
+                    recreations.push(Event::Apply(decoded::<SlimPod>(&pod)));
                 }
             }
         }
-        let count = pods.len() + nodes.len();
-        let started = Instant::now();
-        for event in nodes {
-            index.apply(event).unwrap();
-        }
-        for event in pods {
-            index.apply(event).unwrap();
-        }
-        spent += started.elapsed();
-        applied += count;
+        applied += timed(&mut index, heartbeats, &mut by_kind[1]);
+        applied += timed(&mut index, drains, &mut by_kind[2]);
+        applied += timed(&mut index, updates, &mut by_kind[0]);
+        applied += timed(&mut index, recreations, &mut by_kind[3]);
     }
+    let spent: Duration = by_kind.iter().map(|(_, spent)| *spent).sum();
     let rate = applied as f64 / spent.as_secs_f64();
     rows.push(
         Row::new(
@@ -641,6 +652,10 @@ fn main() {
         )
         .target("≥ 500,000/s", rate >= targets.events_per_second),
     );
+    for (kind, (count, spent)) in KINDS.iter().zip(by_kind) {
+        let each = spent.as_secs_f64() * 1e6 / count.max(1) as f64;
+        rows.push(Row::new(format!("of which: {kind}, per event"), each, format!("{each:.2} µs ({count} events)")));
+    }
 
     guard(&index, &shape, &mut rows);
     what_if(&mut index, &shape, &mut rows);
