@@ -17,14 +17,10 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// - `dirty_decay_ms:1000`: freed pages go back about a second after the last use, so a
 ///   scrape's buffers are reused under load but do not outlive it by much;
 /// - `muzzy_decay_ms:0`: give pages back with MADV_DONTNEED, which leaves RSS at once
-///   (MADV_FREE pages count until the kernel wants them);
-/// - `metadata_thp:always`: jemalloc's own metadata in 2 MiB pages. Every free looks up its
-///   block in jemalloc's radix tree, which spans the heap: at 65,000 nodes the page walks
-///   made each watch event dearer (with the index's big blocks in huge pages too, events
-///   ran 25–33% faster there; RSS +4 MiB at 65,000 nodes, +1.5 MiB at 5,000).
+///   (MADV_FREE pages count until the kernel wants them).
 #[used]
 #[unsafe(export_name = "_rjem_malloc_conf")]
-static MALLOC_CONF: &[u8; 80] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,metadata_thp:always\0";
+static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
 /// Hands every arena's unused dirty pages back to the kernel now (`arena.<all>.purge`).
 /// Returns whether jemalloc took the command.
@@ -67,27 +63,6 @@ mod tests {
             names = threads();
         }
         assert!(purging(&names), "threads: {names:?}");
-    }
-
-    /// A setting jemalloc cannot parse is only warned about: read back the one most recently added.
-    #[test]
-    fn jemalloc_keeps_its_metadata_in_huge_pages() {
-        let mut value: *const std::ffi::c_char = std::ptr::null();
-        let mut len = std::mem::size_of_val(&value);
-        // SAFETY: a NUL-terminated name; `opt.metadata_thp` is a `const char *`, written to
-        // `value`, whose size `len` gives; jemalloc's option strings live as long as it does.
-        let status = unsafe {
-            tikv_jemalloc_sys::mallctl(
-                c"opt.metadata_thp".as_ptr(),
-                (&raw mut value).cast(),
-                &mut len,
-                std::ptr::null_mut(),
-                0,
-            )
-        };
-        assert_eq!(status, 0);
-        // SAFETY: jemalloc returned a pointer to a NUL-terminated string of its own.
-        assert_eq!(unsafe { std::ffi::CStr::from_ptr(value) }, c"always");
     }
 
     #[test]

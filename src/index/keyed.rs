@@ -6,7 +6,6 @@ use std::hash::{BuildHasher, Hash};
 use hashbrown::HashTable;
 
 use super::Stored;
-use super::huge_pages::{HUGE_PAGE, HugePages};
 
 /// A map from each object's key to the object. The objects live in numbered slots, which
 /// a hash table of numbers finds by what `Stored::key` reads: a bucket is 4 bytes, where a
@@ -17,8 +16,7 @@ use super::huge_pages::{HUGE_PAGE, HugePages};
 #[derive(Debug)]
 pub struct Keyed<T: Stored> {
     slots: Slots<T>,
-    /// In huge pages once it is big (`huge_pages`): an event's lookup then walks no page table.
-    table: HashTable<Slot, HugePages>,
+    table: HashTable<Slot>,
     hasher: foldhash::fast::RandomState,
 }
 
@@ -44,11 +42,7 @@ impl Slot {
 
 impl<T: Stored> Default for Keyed<T> {
     fn default() -> Self {
-        Self {
-            slots: Slots::default(),
-            table: HashTable::new_in(HugePages),
-            hasher: foldhash::fast::RandomState::default(),
-        }
+        Self { slots: Slots::default(), table: HashTable::new(), hasher: foldhash::fast::RandomState::default() }
     }
 }
 
@@ -140,7 +134,7 @@ impl<T: Stored> Keyed<T> {
 
     /// How many slots there are, full or free, and room for more in the last chunk.
     pub fn slot_capacity(&self) -> usize {
-        self.slots.chunks.iter().map(|chunk| chunk.capacity()).sum()
+        self.slots.chunks.iter().map(Vec::capacity).sum()
     }
 
     /// In slot order.
@@ -170,45 +164,18 @@ where
     }
 }
 
-/// Slots in chunks (`push_chunked`): growing never copies the objects, nor holds two copies
-/// of them at once (a vector of 2.6M pods would, while it doubles). A whole chunk is backed
-/// by a huge page (`huge_pages`): pods are reached at random, one per event.
+/// Slots in chunks of `CHUNK`: growing never copies the objects, nor holds two copies of
+/// them at once (a vector of 2.6M pods would, while it doubles), and a chunk's pages are
+/// touched only as its slots fill. The first chunk grows as a vector does, so a store of a
+/// few objects (the DaemonSets) takes no whole chunk.
 #[derive(Debug)]
 struct Slots<T> {
-    chunks: Vec<Chunk<Option<T>>>,
+    chunks: Vec<Vec<Option<T>>>,
     /// Slots emptied by `take`, reused last freed first.
     free: Vec<Slot>,
 }
 
-/// A chunk of objects, in huge pages once whole.
-pub(super) type Chunk<T> = allocator_api2::vec::Vec<T, HugePages>;
-
-/// How many objects of type `T` (or `Option<T>`, mostly the same size) a whole chunk holds:
-/// a huge page's worth, rounded up, so that the chunk fills one whole huge page (the rest,
-/// under one object, takes a base page).
-pub(super) const fn chunk_len<T>() -> usize {
-    let size = std::mem::size_of::<Option<T>>();
-    if size == 0 { 1 } else { HUGE_PAGE.div_ceil(size) }
-}
-
-/// Appends `obj` to the last of `chunks`, or to a new one when it is full (`len` objects
-/// each). Whole chunks are allocated whole; the first grows as a vector does, up to `len`,
-/// so a store of a few objects (the DaemonSets) takes no whole chunk.
-pub(super) fn push_chunked<T>(chunks: &mut Vec<Chunk<T>>, len: usize, obj: T) {
-    match chunks.last_mut() {
-        Some(last) if last.len() < len => {
-            if last.len() == last.capacity() {
-                last.reserve_exact(last.len().clamp(4, len - last.len()));
-            }
-            last.push(obj);
-        }
-        _ => {
-            let mut chunk = Chunk::with_capacity_in(if chunks.is_empty() { 0 } else { len }, HugePages);
-            chunk.push(obj);
-            chunks.push(chunk);
-        }
-    }
-}
+pub(super) const CHUNK: usize = 4096;
 
 impl<T> Default for Slots<T> {
     fn default() -> Self {
@@ -217,13 +184,11 @@ impl<T> Default for Slots<T> {
 }
 
 impl<T> Slots<T> {
-    const CHUNK: usize = chunk_len::<T>();
-
     fn vacant(&self) -> Slot {
         if let Some(&slot) = self.free.last() {
             return slot;
         }
-        let filled = self.chunks.last().map_or(0, |last| (self.chunks.len() - 1) * Self::CHUNK + last.len());
+        let filled = self.chunks.last().map_or(0, |last| (self.chunks.len() - 1) * CHUNK + last.len());
         let below_reserved = u32::try_from(filled).ok().filter(|&n| n <= u32::MAX - RESERVED);
         Slot(below_reserved.expect("fewer than 4 billion objects"))
     }
@@ -231,10 +196,17 @@ impl<T> Slots<T> {
     fn put(&mut self, obj: T) -> Slot {
         let slot = self.vacant();
         if self.free.pop().is_some() {
-            *self.entry(slot) = Some(obj);
+            self.chunks[slot.0 as usize / CHUNK][slot.0 as usize % CHUNK] = Some(obj);
             return slot;
         }
-        push_chunked(&mut self.chunks, Self::CHUNK, Some(obj));
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < CHUNK => last.push(Some(obj)),
+            _ => {
+                let mut chunk = Vec::with_capacity(if self.chunks.is_empty() { 0 } else { CHUNK });
+                chunk.push(Some(obj));
+                self.chunks.push(chunk);
+            }
+        }
         slot
     }
 
@@ -249,7 +221,7 @@ impl<T> Slots<T> {
     }
 
     fn entry(&mut self, slot: Slot) -> &mut Option<T> {
-        &mut self.chunks[slot.0 as usize / Self::CHUNK][slot.0 as usize % Self::CHUNK]
+        &mut self.chunks[slot.0 as usize / CHUNK][slot.0 as usize % CHUNK]
     }
 }
 
@@ -257,9 +229,7 @@ impl<T> std::ops::Index<Slot> for Slots<T> {
     type Output = T;
 
     fn index(&self, slot: Slot) -> &T {
-        self.chunks[slot.0 as usize / Self::CHUNK][slot.0 as usize % Self::CHUNK]
-            .as_ref()
-            .expect("a stored object's slot is full")
+        self.chunks[slot.0 as usize / CHUNK][slot.0 as usize % CHUNK].as_ref().expect("a stored object's slot is full")
     }
 }
 
@@ -285,24 +255,22 @@ mod tests {
         let mut index = Index::default();
         let nodes = &mut index.nodes.objects;
         // Past the first chunk, whose vector grows, into whole ones.
-        let chunk = super::chunk_len::<Node>();
-        let count = 2 * chunk + 1808;
-        for i in 0..count {
+        for i in 0..10_000 {
             assert!(nodes.insert(node(&format!("n{i}"), 0)).1.is_none());
         }
         let seventh = nodes.slot("n7").expect("n7 is there");
         let (slot, replaced) = nodes.insert(node("n7", 1));
         assert!(replaced.expect("n7 was there").nfd_label_keys.is_empty());
         assert_eq!(slot, seventh, "a replacement keeps the slot");
-        assert_eq!(nodes.len(), count);
+        assert_eq!(nodes.len(), 10_000);
         assert!(nodes.get("n7").is_some_and(|n| n.nfd_label_keys.len() == 1), "looked up by a borrowed name");
         assert_eq!(nodes.remove("n7").map(|(slot, _)| slot), Some(seventh));
         assert!(!nodes.contains_key("n7") && nodes.remove("n7").is_none());
-        assert_eq!(nodes.keys().count(), count - 1);
+        assert_eq!(nodes.keys().count(), 9_999);
         assert_eq!(nodes.vacant(), seventh, "the freed slot is the next one taken");
         let (slot, _) = nodes.insert(node("new", 0));
         assert_eq!((slot, &*nodes.at(slot).name), (seventh, "new"));
         assert!(nodes.keys().all(|name| nodes.at(nodes.slot(name).expect("listed")).name == *name));
-        assert_eq!(nodes.slot_capacity(), 3 * chunk, "the first chunk grew to a whole one, and two whole ones");
+        assert_eq!(nodes.slot_capacity(), 3 * 4096, "whole chunks past the first");
     }
 }

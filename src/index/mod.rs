@@ -16,7 +16,6 @@ mod daemonset_state;
 mod excerpt;
 mod failed_create;
 mod footprint;
-mod huge_pages;
 mod keyed;
 mod node;
 mod node_ids;

@@ -1,7 +1,7 @@
 //! A reflector-style store of one resource's compact objects.
 
 use super::Stored;
-use super::keyed::{self, Chunk, Keyed};
+use super::keyed::{self, Keyed};
 use crate::model::FastSet;
 
 /// Which watch stream an event came from: a namespace, or `None` for a
@@ -59,7 +59,7 @@ impl<T: Stored> Store<T> {
 /// is applied, while the store fills.
 #[derive(Debug)]
 pub(super) struct Listed<T> {
-    chunks: Vec<Chunk<T>>,
+    chunks: Vec<Vec<T>>,
 }
 
 impl<T> Default for Listed<T> {
@@ -68,14 +68,23 @@ impl<T> Default for Listed<T> {
     }
 }
 
-impl<T> Listed<T> {
-    /// As many objects in a chunk as in a chunk of the store's slots (of the same size, as an
-    /// object and an optional one are), so that the allocator hands the memory of each chunk
-    /// the relist lets go of to the next chunk of slots it fills.
-    const CHUNK: usize = keyed::chunk_len::<T>();
+/// Objects in a chunk: as many as in a chunk of the store's slots (of the same size, as
+/// an object and an optional one are), so that the allocator hands the memory of each chunk
+/// the relist lets go of to the next chunk of slots it fills.
+const LISTED_CHUNK: usize = keyed::CHUNK;
 
+impl<T> Listed<T> {
     pub(super) fn push(&mut self, obj: T) {
-        keyed::push_chunked(&mut self.chunks, Self::CHUNK, obj);
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < LISTED_CHUNK => last.push(obj),
+            _ => {
+                // The first chunk grows as a vector does: a relist of three DaemonSets (one per
+                // watched namespace, with --namespace) takes no whole chunk.
+                let mut chunk = Vec::with_capacity(if self.chunks.is_empty() { 0 } else { LISTED_CHUNK });
+                chunk.push(obj);
+                self.chunks.push(chunk);
+            }
+        }
     }
 
     pub(super) fn clear(&mut self) {
@@ -83,7 +92,7 @@ impl<T> Listed<T> {
     }
 
     pub(super) fn len(&self) -> usize {
-        self.chunks.iter().map(|chunk| chunk.len()).sum()
+        self.chunks.iter().map(Vec::len).sum()
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = &T> {
@@ -93,7 +102,7 @@ impl<T> Listed<T> {
 
 impl<T> IntoIterator for Listed<T> {
     type Item = T;
-    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Chunk<T>>>;
+    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<T>>>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.chunks.into_iter().flatten()
