@@ -20,8 +20,11 @@ pub(super) struct DaemonSetState {
     pub(super) skip_counts: FastMap<(SkipReason, Str), u32>,
     /// Claimed pods by target node (their slots in the pod store): almost always one.
     pub(super) claimed: Claims,
-    /// Nodes that exist, are skipped, and have a claimed pod.
-    pub(super) misscheduled: BTreeMap<Str, Since>,
+    /// Nodes that exist, are skipped, and have a claimed pod. Hashed, not ordered: every pod
+    /// event looks a node up here and in `uncovered`, mostly to find it absent, and a B-tree of
+    /// thousands of nodes compares a dozen names per lookup, each elsewhere in memory (at
+    /// 65,000 nodes, a cache miss each). The views sort what they read (`index::view`).
+    pub(super) misscheduled: FastMap<Str, Since>,
     /// Nodes that exist and are skipped, whose last pod went while misscheduled (`coverage`).
     pub(super) lost: BTreeMap<Str, Loss>,
     /// `daemonset_node_losses_total`: every loss so far, by (reason, key).
@@ -33,8 +36,9 @@ pub(super) struct DaemonSetState {
     pub(super) flapped: BTreeMap<Str, Flap>,
     /// Nodes the DaemonSet should run on whose first pod is not available, or that have
     /// none (`rules::uncovered`), and since when. Kept once the index is synced: before,
-    /// every node of a DaemonSet listed ahead of its pods would pass through here.
-    pub(super) uncovered: BTreeMap<Str, Since>,
+    /// every node of a DaemonSet listed ahead of its pods would pass through here. Hashed,
+    /// as `misscheduled` is.
+    pub(super) uncovered: FastMap<Str, Since>,
 }
 
 impl DaemonSetState {

@@ -6,7 +6,7 @@ use super::daemonset_state::DaemonSetState;
 use super::failed_create::EventsRead;
 use super::uncovered::first_pod;
 use super::{Index, Since};
-use crate::model::{DaemonSet, Node, Pod, Str, Timestamp};
+use crate::model::{DaemonSet, FastMap, Node, Pod, Str, Timestamp};
 use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::{Classification, Reason, classify};
 use crate::rules::uncovered::{Uncovered, missing_reason, pod_reason};
@@ -140,7 +140,7 @@ impl<'a> DaemonSetView<'a> {
             (None, EventsRead::Refused) => Some(EVENTS_REFUSED),
             (None, _) => None,
         };
-        for (node, since) in &self.state.uncovered {
+        for (node, since) in by_node(&self.state.uncovered) {
             // The one pod the controller counts there, without sorting every claimed one.
             let pod = first_pod(self.state.pods_on(&self.index.node_ids, node), &self.index.pods.objects);
             let (reason, evidence) = match pod {
@@ -238,7 +238,7 @@ impl<'a> DaemonSetView<'a> {
     /// Every claimed pod on a misscheduled node, by node; on each node the oldest
     /// pod (the one the controller looks at first) comes first and decides the node's reason.
     pub fn misscheduled_pods(&self) -> Vec<MisscheduledPod<'a>> {
-        self.misscheduled_among(self.state.misscheduled.iter())
+        self.misscheduled_among(by_node(&self.state.misscheduled).into_iter())
     }
 
     /// `misscheduled_pods` on `nodes` only: what a change to a few nodes can move costs
@@ -274,4 +274,11 @@ impl<'a> DaemonSetView<'a> {
         }
         out
     }
+}
+
+/// A per-node map's entries by node name: the order every view gives (the maps are hashed).
+fn by_node<V>(map: &FastMap<Str, V>) -> Vec<(&Str, &V)> {
+    let mut entries: Vec<_> = map.iter().collect();
+    entries.sort_unstable_by_key(|(node, _)| *node);
+    entries
 }
