@@ -127,55 +127,61 @@ async fn lease_gone(admin: &Cluster, name: &str) -> bool {
     matches!(leases.get_opt(name).await, Ok(None))
 }
 
-/// The names of the daemon pods whose Ready condition is True, as the API server says.
-async fn ready_pods(admin: &Cluster) -> BTreeSet<String> {
+/// The daemon pods whose Ready condition is True, as the API server says, each with when it
+/// turned True (unix seconds): a pod Ready now has been Ready since then without a break,
+/// as every flip sets the condition's lastTransitionTime anew (KWOK's Stages, and the node
+/// lifecycle controller when it marks a node's pods not ready).
+async fn ready_pods(admin: &Cluster) -> BTreeMap<String, i64> {
     let pods = admin.pods.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
-    let ready = |p: &k8s_openapi::api::core::v1::Pod| {
-        let conditions = p.status.as_ref().and_then(|s| s.conditions.as_ref());
-        conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    let ready_since = |p: &k8s_openapi::api::core::v1::Pod| {
+        let conditions = p.status.as_ref()?.conditions.as_ref()?;
+        let ready = conditions.iter().find(|c| c.type_ == "Ready" && c.status == "True")?;
+        Some(ready.last_transition_time.as_ref()?.0.as_second())
     };
-    pods.into_iter().filter(ready).filter_map(|p| p.metadata.name).collect()
+    pods.iter().filter_map(|p| Some((p.metadata.name.clone()?, ready_since(p)?))).collect()
 }
 
-/// How long before the exporter's metrics are read a pod must have been Ready for a row
-/// naming it to be stale: a list of 20,000 pods takes seconds on a loaded lab, and KWOK
-/// readies pods all through it (seen at 1,000 nodes on a slow machine: 10 such rows when the
-/// 120 s ran out, among hundreds of pods KWOK had yet to ready). A missed Ready event leaves
-/// its row for good, so this still catches one.
+/// How long a pod must have been Ready, without a break, before the exporter's metrics were
+/// read for a row naming it to be stale. A missed Ready event leaves its row for good, so
+/// this still catches one. Judged by the Ready condition's lastTransitionTime in a list
+/// taken after the read, not by comparing lists: under churn at 1,000 nodes KWOK's lease
+/// renewals starve (5,000 a minute fell to 139), nodes go NotReady, the node lifecycle
+/// controller marks their pods not ready, and KWOK readies them again, so a pod Ready in
+/// an older list may rightly be listed as starting.
 const HEARD_WITHIN: Duration = Duration::from_secs(5);
 
+fn unix_seconds() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
 /// Wait until the exporter reports nothing misscheduled and agrees with the controller,
-/// and with `covered`, lists no uncovered node whose pod the API server had Ready
-/// `HEARD_WITHIN` before (the stale row a missed Ready event would leave). Pods KWOK has
-/// yet to ready may stay listed.
+/// and with `covered`, lists no uncovered node whose pod had been Ready for `HEARD_WITHIN`
+/// when the metrics were read (the stale row a missed Ready event would leave). Pods KWOK
+/// has yet to ready, or readies again, may stay listed.
 async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration, covered: bool) -> Duration {
     let started = Instant::now();
     let mut nudged = started;
-    // The API server's Ready pods, each list with when it ended.
-    let mut ready_lists: Vec<(Instant, BTreeSet<String>)> = Vec::new();
+    // The pods judged stale at the last read, for the failure message.
+    let mut stale_pods: Vec<String> = Vec::new();
     loop {
-        let read_at = Instant::now();
+        let read_at = unix_seconds();
         let metrics = exporter.metrics();
         let ours = reported_totals(&metrics);
         let uncovered = samples(&metrics, "daemonset_uncovered_node_info");
         let stale = if covered && !uncovered.is_empty() {
-            // The newest list old enough to judge by; none yet means not yet judged.
-            let old_enough = ready_lists.iter().rposition(|(ended, _)| *ended + HEARD_WITHIN <= read_at);
-            ready_lists.drain(..old_enough.unwrap_or(0));
-            let stale = match (old_enough, ready_lists.first()) {
-                (Some(_), Some((_, ready))) => {
-                    Some(uncovered.iter().filter(|(l, _)| ready.contains(&l["pod"])).count())
-                }
-                _ => None,
-            };
             let ready = ready_pods(admin).await;
-            ready_lists.push((Instant::now(), ready));
-            stale
+            // The transition time has whole seconds: one more for the truncation.
+            let ready_long_enough = |pod: &String| {
+                ready.get(pod).is_some_and(|&since| since + HEARD_WITHIN.as_secs() as i64 + 1 <= read_at)
+            };
+            stale_pods = uncovered.iter().map(|(l, _)| l["pod"].clone()).filter(ready_long_enough).collect();
+            stale_pods.len()
         } else {
-            Some(0)
+            stale_pods.clear();
+            0
         };
         if reported_rows(&metrics).is_empty()
-            && stale == Some(0)
+            && stale == 0
             && ours.len() == DAEMONSETS
             && admin.fresh_status_totals(&ours, &mut nudged).await.as_ref() == Some(&ours)
         {
@@ -201,12 +207,32 @@ async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration, covere
                     .collect();
                 nodes.push_str(&format!("\n  {name}: ready {ready:?}, taints {taints:?}"));
             }
+            let pods = pods_as_the_api_server_has_them(admin, stale_pods.iter().take(3).cloned()).await;
+            let controller = admin.status_totals().await;
+            let watch = metrics.lines().filter(|l| l.starts_with("misschedule_exporter_") && l.contains("pods"));
+            let watch: Vec<&str> = watch.filter(|l| !l.contains("_bucket")).collect();
             panic!(
-                "no agreement within {timeout:?}: exporter {ours:?}\nrows {rows:?}\nuncovered rows naming a pod the API server had Ready {HEARD_WITHIN:?} before: {stale:?} (None: not judged yet), of {uncovered:?}\nnodes:{nodes}"
+                "no agreement within {timeout:?}: exporter {ours:?}\nthe controller's status (None: not caught up, or a pod waits for the scheduler): {controller:?}\nrows {rows:?}\nuncovered rows naming a pod the API server had had Ready for {HEARD_WITHIN:?} when they were read: {stale}, of {uncovered:?}\nnodes:{nodes}\nsome of those pods now:{pods}\nthe exporter's pod watch:\n  {}",
+                watch.join("\n  ")
             );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// What the API server says of `names` (daemon pods): when each turned Ready, and its
+/// resourceVersion, to tell a late event from a lost one.
+async fn pods_as_the_api_server_has_them(admin: &Cluster, names: impl Iterator<Item = String>) -> String {
+    let mut out = String::new();
+    for name in names {
+        let pod = admin.pods.get_opt(&name).await.ok().flatten();
+        let (meta, status) = pod.map(|p| (p.metadata, p.status.unwrap_or_default())).unzip();
+        let ready = status.and_then(|s| s.conditions?.into_iter().find(|c| c.type_ == "Ready"));
+        let ready = ready.map(|c| format!("{} since {:?}", c.status, c.last_transition_time.map(|t| t.0)));
+        let version = meta.and_then(|m| m.resource_version);
+        out.push_str(&format!("\n  {name}: Ready {ready:?}, resourceVersion {version:?}"));
+    }
+    out
 }
 
 struct Load {
