@@ -462,9 +462,15 @@ proptest! {
         };
         // The API server refuses an update that changes the name, namespace or creation
         // time of the object under a UID (`ValidateObjectMetaUpdate`): no watch sends one.
+        // Nor one that moves a bound pod: the binding refuses a pod with a nodeName, and an
+        // update may not change it (`ValidatePodUpdate`).
         if decoded["metadata"]["uid"] == cached["metadata"]["uid"] {
             for field in ["name", "namespace", "creationTimestamp"] {
                 decoded["metadata"][field] = cached["metadata"][field].clone();
+            }
+            let bound = |pod: &serde_json::Value| pod["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty());
+            if bound(&cached) && bound(&decoded) {
+                decoded["spec"]["nodeName"] = cached["spec"]["nodeName"].clone();
             }
         }
         let cached: SlimPod = serde_json::from_value(cached).unwrap();

@@ -45,6 +45,10 @@ pub struct PodLife {
     /// Why it is not available, in the scheduler's or the kubelet's words, made short
     /// (`rules::uncovered`): the same words on every node that fails the same way.
     pub detail: Option<Str>,
+    /// `spec.nodeName` is set: bound by the scheduler, or made for its node. It then never
+    /// changes under the pod's UID (the binding refuses a bound pod, and an update may not
+    /// touch it), which spares a status update comparing the node's name.
+    pub bound: bool,
 }
 
 /// What few pods have: a delete, words on why it is not available, or a time that does not
@@ -95,20 +99,22 @@ impl PodHealth {
 /// A value in the pod's compact form that says "the exact one is in `rare`".
 const IN_RARE: u32 = u32::MAX;
 
-/// Terminal (the top bit), health (the next four) and the health offset (the low 27 bits:
-/// up to 4 years; `OFFSET_IN_RARE` when it is longer).
+/// Terminal (the top bit), health (the next four), bound (the next one) and the health
+/// offset (the low 26 bits: up to 2 years; `OFFSET_IN_RARE` when it is longer).
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct State(u32);
 
 const HEALTH_SHIFT: u32 = 27;
-const OFFSET_IN_RARE: u32 = (1 << HEALTH_SHIFT) - 1;
+const BOUND: u32 = 1 << 26;
+const OFFSET_IN_RARE: u32 = BOUND - 1;
 const TERMINAL: u32 = 1 << 31;
 const _: () = assert!(PodHealth::ALL.len() <= 16, "health takes four bits");
 
 impl State {
-    fn new(terminal: bool, health: PodHealth, offset: u32) -> Self {
+    fn new(terminal: bool, health: PodHealth, bound: bool, offset: u32) -> Self {
         let terminal = if terminal { TERMINAL } else { 0 };
-        Self(terminal | (health as u32) << HEALTH_SHIFT | offset.min(OFFSET_IN_RARE))
+        let bound = if bound { BOUND } else { 0 };
+        Self(terminal | (health as u32) << HEALTH_SHIFT | bound | offset.min(OFFSET_IN_RARE))
     }
 
     fn terminal(self) -> bool {
@@ -119,6 +125,10 @@ impl State {
         PodHealth::ALL[(self.0 >> HEALTH_SHIFT & 0xf) as usize]
     }
 
+    fn bound(self) -> bool {
+        self.0 & BOUND != 0
+    }
+
     fn offset(self) -> u32 {
         self.0 & OFFSET_IN_RARE
     }
@@ -126,9 +136,9 @@ impl State {
 
 impl Pod {
     pub fn new(uid: Uid, id: PodId, target_node: Option<ThinStr>, life: PodLife) -> Self {
-        let PodLife { created, deletion, terminal, health, health_offset, detail } = life;
+        let PodLife { created, deletion, terminal, health, health_offset, detail, bound } = life;
         let compact_created = u32::try_from(created).ok().filter(|&c| c != IN_RARE);
-        let state = State::new(terminal, health, health_offset);
+        let state = State::new(terminal, health, bound, health_offset);
         let rare = RarePod {
             deletion,
             detail,
@@ -154,6 +164,7 @@ impl Pod {
             health: self.health(),
             health_offset: self.health_offset(),
             detail: self.detail().cloned(),
+            bound: self.is_bound(),
         }
     }
 
@@ -193,6 +204,11 @@ impl Pod {
 
     pub fn health(&self) -> PodHealth {
         self.state.health()
+    }
+
+    /// `spec.nodeName` is set (`PodLife::bound`).
+    pub fn is_bound(&self) -> bool {
+        self.state.bound()
     }
 
     /// Why it is not available, in the scheduler's or the kubelet's words.
@@ -293,9 +309,10 @@ mod tests {
             health in health(),
             health_offset in offset(),
             detail in proptest::option::of("[a-z ]{0,12}"),
+            bound in any::<bool>(),
         ) -> PodLife {
             let deletion = deletion.map(|(timestamp, grace_period_seconds)| Deletion { timestamp, grace_period_seconds });
-            PodLife { created, deletion, terminal, health, health_offset, detail: detail.map(Str::from) }
+            PodLife { created, deletion, terminal, health, health_offset, detail: detail.map(Str::from), bound }
         }
     }
 
