@@ -150,10 +150,6 @@ async fn ready_pods(admin: &Cluster) -> BTreeMap<String, i64> {
 /// an older list may rightly be listed as starting.
 const HEARD_WITHIN: Duration = Duration::from_secs(5);
 
-fn unix_seconds() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
-
 /// Wait until the exporter reports nothing misscheduled and agrees with the controller,
 /// and with `covered`, lists no uncovered node whose pod had been Ready for `HEARD_WITHIN`
 /// when the metrics were read (the stale row a missed Ready event would leave). Pods KWOK
@@ -164,7 +160,7 @@ async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration, covere
     // The pods judged stale at the last read, for the failure message.
     let mut stale_pods: Vec<String> = Vec::new();
     loop {
-        let read_at = unix_seconds();
+        let read_at = support::unix_time().as_secs() as i64;
         let metrics = exporter.metrics();
         let ours = reported_totals(&metrics);
         let uncovered = samples(&metrics, "daemonset_uncovered_node_info");

@@ -305,7 +305,7 @@ async fn kube_state_metrics_and_the_stock_alerts_beside_the_exporter() {
     // taint it puts on a node it scales down is put by kubectl, and its eviction of the
     // daemon pods (--daemonset-eviction-for-occupied-nodes) does not happen.
     let changed = Instant::now();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let now = support::unix_time().as_secs();
     support::plugin::kubectl(
         lab.kubeconfig(),
         &["taint", "node", "n1", &format!("ToBeDeletedByClusterAutoscaler={now}:NoSchedule")],

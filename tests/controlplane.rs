@@ -57,7 +57,7 @@ async fn scenarios_match_the_real_daemonset_controller() {
     let mut latencies = Vec::new();
     for round in 0..5 {
         let written = Instant::now();
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let now = support::unix_time().as_secs();
         if round == 0 {
             // By kubectl, whose field manager the recorded snapshot then names.
             let taint = format!("ToBeDeletedByClusterAutoscaler={now}:NoSchedule");

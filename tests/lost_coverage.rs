@@ -113,7 +113,7 @@ impl Lab {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as f64;
+        let now = support::unix_time().as_secs() as f64;
         for (labels, since) in samples(&metrics, "daemonset_lost_node_since_timestamp_seconds") {
             assert!(since >= self.started_at as f64 && since <= now, "{labels:?} since {since}");
         }
@@ -200,7 +200,7 @@ async fn lost_nodes_are_named_with_reason_key_and_manager_everywhere() {
     scene(&admin).await;
     grant_exporter(&admin, &READ).await;
     grant_events(&admin).await;
-    let started_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let started_at = support::unix_time().as_secs() as i64;
     let exporter =
         Exporter::spawn_on("0.0.0.0", &["--kubeconfig", cp.get("EXPORTER_KUBECONFIG"), "--events"], Stdio::inherit());
     expose_exporter(&admin, exporter.port, "n1").await;

@@ -11,7 +11,7 @@ pub fn render(values: &Value) -> BTreeMap<String, Value> {
     let dir = std::env::temp_dir().join(format!(
         "misschedule-support-chart-{}-{}",
         std::process::id(),
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        super::unix_time().as_nanos()
     ));
     let out = Command::new("python3")
         .args([

@@ -25,6 +25,11 @@ use misschedule_exporter::index::{Index, Indexed};
 use misschedule_exporter::k8s::slim::{SlimNode, SlimPod};
 use serde_json::{Value, json};
 
+/// The wall clock, as time since the Unix epoch (the API server's timestamps count from it).
+pub fn unix_time() -> std::time::Duration {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("the clock reads after 1970")
+}
+
 pub fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).expect("test object is valid")
 }
