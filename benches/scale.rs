@@ -148,7 +148,7 @@ where
 }
 
 /// Applies `events` (and drops them), adding their count and the time it took to `kind`.
-fn timed<K: Indexed>(index: &mut Index, events: Vec<Event<K>>, kind: &mut (usize, Duration)) -> usize {
+fn timed<K: Indexed>(index: &mut Index, events: Vec<Event<K>>, kind: &mut (usize, Duration)) {
     let count = events.len();
     let started = Instant::now();
     for event in events {
@@ -156,11 +156,147 @@ fn timed<K: Indexed>(index: &mut Index, events: Vec<Event<K>>, kind: &mut (usize
     }
     kind.1 += started.elapsed();
     kind.0 += count;
-    count
 }
 
-/// Events made, then applied, at a time (see the events section of `main`).
+/// Events made, then applied, at a time (see `EventMix`).
 const EVENT_BATCH: usize = 32;
+
+/// Watch events: 80% pod status updates, 10% node heartbeats, 1% drain taints added or
+/// removed, 9% pods deleted and recreated, on pods and nodes picked at random. Each is
+/// encoded as the API server sends it and decoded into the watcher's shape (untimed);
+/// applying it, and dropping it, is timed. The watcher decodes and applies one event at a
+/// time, so the allocator reuses what the last event freed; events are made in small
+/// batches to keep that true here.
+struct EventMix<'s> {
+    shape: &'s Shape,
+    slots: Vec<(usize, usize)>,
+    nonce: u64,
+}
+
+/// Time spent on each kind of event, to show which kind a bigger cluster makes dearer.
+#[derive(Default)]
+struct ByKind([(usize, Duration); 4]);
+
+impl ByKind {
+    const KINDS: [&str; 4] =
+        ["pod status updates", "node heartbeats", "drain taints on or off", "pods deleted and recreated"];
+
+    fn count(&self) -> usize {
+        self.0.iter().map(|(count, _)| count).sum()
+    }
+
+    fn rate(&self) -> f64 {
+        let spent: Duration = self.0.iter().map(|(_, spent)| *spent).sum();
+        self.count() as f64 / spent.as_secs_f64()
+    }
+
+    /// Each kind, its µs per event and its count.
+    fn each(&self) -> impl Iterator<Item = (&'static str, f64, usize)> + '_ {
+        Self::KINDS
+            .into_iter()
+            .zip(&self.0)
+            .map(|(kind, (count, spent))| (kind, spent.as_secs_f64() * 1e6 / (*count).max(1) as f64, *count))
+    }
+}
+
+impl<'s> EventMix<'s> {
+    fn new(shape: &'s Shape) -> Self {
+        Self { shape, slots: shape.pod_slots().collect(), nonce: 1 }
+    }
+
+    /// Applies `count` more events to `index`, timed by kind into `by_kind`.
+    fn apply(&mut self, index: &mut Index, count: usize, by_kind: &mut ByKind) {
+        let shape = self.shape;
+        let mut applied = 0usize;
+        while applied < count {
+            let (mut updates, mut heartbeats, mut drains, mut recreations) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..EVENT_BATCH.min(count - applied) {
+                self.nonce += 1;
+                let nonce = self.nonce;
+                let pick = (nonce.wrapping_mul(2_654_435_761) % self.slots.len() as u64) as usize;
+                let (j, i) = self.slots[pick];
+                match nonce % 100 {
+                    0..=79 => updates.push(Event::Apply(decoded::<SlimPod>(&shape.pod(j, i, nonce)))),
+                    80..=89 => heartbeats.push(Event::Apply(decoded::<SlimNode>(&shape.node(i)))),
+                    90 => {
+                        let mut node = shape.node(i);
+                        let taints = node.spec.as_mut().unwrap().taints.get_or_insert_default();
+                        if taints.iter().any(|t| t.key == synth::DRAIN_TAINT) {
+                            taints.retain(|t| t.key != synth::DRAIN_TAINT);
+                        } else {
+                            taints.push(
+                                serde_json::from_value(
+                                    serde_json::json!({"key": synth::DRAIN_TAINT, "value": "1", "effect": "NoSchedule"}),
+                                )
+                                .unwrap(),
+                            );
+                        }
+                        drains.push(Event::Apply(decoded::<SlimNode>(&node)));
+                    }
+                    _ => {
+                        let pod = shape.pod(j, i, nonce);
+                        recreations.push(Event::Delete(decoded::<SlimPod>(&pod)));
+                        recreations.push(Event::Apply(decoded::<SlimPod>(&pod)));
+                    }
+                }
+                applied += 1;
+            }
+            timed(index, heartbeats, &mut by_kind.0[1]);
+            timed(index, drains, &mut by_kind.0[2]);
+            timed(index, updates, &mut by_kind.0[0]);
+            timed(index, recreations, &mut by_kind.0[3]);
+        }
+    }
+}
+
+/// Events applied alternately to `index` (of `shape`) and to one of `nodes` nodes built
+/// beside it, in blocks, `count` each: this host's speed drifts by tens of percent between
+/// runs minutes apart, so a ratio of two runs says more about the host than the index.
+/// Each block starts with the caches warm for the other index, as a block of a run of its
+/// own does not; blocks of 50,000 events make that a small share.
+fn alternating(index: &mut Index, shape: &Shape, nodes: usize, count: usize) -> String {
+    const BLOCK: usize = 50_000;
+    let small_shape = Shape { nodes, ..*shape };
+    let mut small = Index::default();
+    small.set_now(1_780_000_000);
+    initial_list::<Node, SlimNode>(&mut small, (0..nodes).map(|i| small_shape.node(i)), 500);
+    initial_list::<DaemonSet, DaemonSet>(&mut small, (0..shape.daemonsets).map(|j| small_shape.daemonset(j)), 500);
+    initial_list::<ControllerRevision, ControllerRevision>(
+        &mut small,
+        (0..shape.daemonsets).flat_map(|j| [small_shape.revision(j, 1), small_shape.revision(j, 2)]),
+        500,
+    );
+    initial_list::<Pod, SlimPod>(&mut small, small_shape.pod_slots().map(|(j, i)| small_shape.pod(j, i, 0)), 500);
+    let (mut large_events, mut small_events) = (EventMix::new(shape), EventMix::new(&small_shape));
+    let (mut large_kinds, mut small_kinds) = (ByKind::default(), ByKind::default());
+    let mut done = 0;
+    while done < count {
+        let block = BLOCK.min(count - done);
+        large_events.apply(index, block, &mut large_kinds);
+        small_events.apply(&mut small, block, &mut small_kinds);
+        done += block;
+    }
+    let ratio = large_kinds.rate() / small_kinds.rate();
+    let mut out = format!(
+        "Events alternating: {count} events each, in blocks of {BLOCK}, applied by turns to the index of {} nodes and to one of {nodes} nodes built beside it in the same process, both with {} DaemonSets.\n\n",
+        shape.nodes, shape.daemonsets
+    );
+    out += &format!(
+        "| measure | {} nodes | {nodes} nodes | speed at {} ÷ at {nodes} | target | met |\n|---|---|---|---|---|---|\n",
+        shape.nodes, shape.nodes
+    );
+    out += &format!(
+        "| watch events applied, per second | {:.0} | {:.0} | {ratio:.2}× | ≥ 0.9× | {} |\n",
+        large_kinds.rate(),
+        small_kinds.rate(),
+        if ratio >= 0.9 { "yes" } else { "**no**" }
+    );
+    for ((kind, large, _), (_, small, _)) in large_kinds.each().zip(small_kinds.each()) {
+        out += &format!("| of which: {kind}, µs per event | {large:.2} | {small:.2} | {:.2}× | | |\n", small / large);
+    }
+    out
+}
 
 /// `object` as the watcher gets it: encoded by the API server, decoded into shape `W`.
 fn decoded<W: DeserializeOwned>(object: &impl Serialize) -> W {
@@ -592,70 +728,25 @@ fn main() {
     rows.push(Row::new("bytes on the wire, plain ÷ gzip", ratio, format!("{ratio:.1}×")).target("≥ 5×", ratio >= 5.0));
 
     // Watch events: pod status updates, node heartbeats, drain taints coming and going,
-    // pods deleted and recreated. Each is encoded as the API server sends it and decoded
-    // into the watcher's shape (untimed); applying it, and dropping it, is timed. The
-    // watcher decodes and applies one event at a time, so the allocator reuses what the
-    // last event freed; events are made in small batches to keep that true here.
+    // pods deleted and recreated (see `EventMix`).
     let mut index = Arc::try_unwrap(shared).map(|s| s.into_index()).unwrap_or_else(|_| panic!("index still shared"));
-    // Timed by kind as well, each kind's events of a batch together, to show which kind a
-    // bigger cluster makes dearer.
-    const KINDS: [&str; 4] =
-        ["pod status updates", "node heartbeats", "drain taints on or off", "pods deleted and recreated"];
-    let mut by_kind = [(0usize, Duration::ZERO); KINDS.len()];
-    let mut applied = 0usize;
-    let mut nonce = 1u64;
-    let slots: Vec<(usize, usize)> = shape.pod_slots().collect();
-    while applied < opts.events {
-        let (mut updates, mut heartbeats, mut drains, mut recreations) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..EVENT_BATCH.min(opts.events - applied) {
-            nonce += 1;
-            let pick = (nonce.wrapping_mul(2_654_435_761) % slots.len() as u64) as usize;
-            let (j, i) = slots[pick];
-            match nonce % 100 {
-                0..=79 => updates.push(Event::Apply(decoded::<SlimPod>(&shape.pod(j, i, nonce)))),
-                80..=89 => heartbeats.push(Event::Apply(decoded::<SlimNode>(&shape.node(i)))),
-                90 => {
-                    let mut node = shape.node(i);
-                    let taints = node.spec.as_mut().unwrap().taints.get_or_insert_default();
-                    if taints.iter().any(|t| t.key == synth::DRAIN_TAINT) {
-                        taints.retain(|t| t.key != synth::DRAIN_TAINT);
-                    } else {
-                        taints.push(
-                            serde_json::from_value(
-                                serde_json::json!({"key": synth::DRAIN_TAINT, "value": "1", "effect": "NoSchedule"}),
-                            )
-                            .unwrap(),
-                        );
-                    }
-                    drains.push(Event::Apply(decoded::<SlimNode>(&node)));
-                }
-                _ => {
-                    let pod = shape.pod(j, i, nonce);
-                    recreations.push(Event::Delete(decoded::<SlimPod>(&pod)));
-                    recreations.push(Event::Apply(decoded::<SlimPod>(&pod)));
-                }
-            }
-        }
-        applied += timed(&mut index, heartbeats, &mut by_kind[1]);
-        applied += timed(&mut index, drains, &mut by_kind[2]);
-        applied += timed(&mut index, updates, &mut by_kind[0]);
-        applied += timed(&mut index, recreations, &mut by_kind[3]);
-    }
-    let spent: Duration = by_kind.iter().map(|(_, spent)| *spent).sum();
-    let rate = applied as f64 / spent.as_secs_f64();
+    let mut events = EventMix::new(&shape);
+    let mut by_kind = ByKind::default();
+    events.apply(&mut index, opts.events, &mut by_kind);
+    let rate = by_kind.rate();
     rows.push(
         Row::new(
             "watch events applied (Index::apply, one core)",
             rate,
-            format!("{rate:.0} events/s ({applied} events)"),
+            format!("{rate:.0} events/s ({} events)", by_kind.count()),
         )
         .target("≥ 500,000/s", rate >= targets.events_per_second),
     );
-    for (kind, (count, spent)) in KINDS.iter().zip(by_kind) {
-        let each = spent.as_secs_f64() * 1e6 / count.max(1) as f64;
+    for (kind, each, count) in by_kind.each() {
         rows.push(Row::new(format!("of which: {kind}, per event"), each, format!("{each:.2} µs ({count} events)")));
     }
+    let beside =
+        flag::<usize>(&args, "--events-beside").map(|nodes| alternating(&mut index, &shape, nodes, opts.events));
 
     guard(&index, &shape, &mut rows);
     what_if(&mut index, &shape, &mut rows);
@@ -670,6 +761,9 @@ fn main() {
     }
     if let Some(path) = flag::<String>(&args, "--tsv") {
         write_tsv(&path, [shape.nodes, shape.daemonsets, pods, misscheduled], &rows);
+    }
+    if let Some(beside) = beside {
+        println!("\n{beside}");
     }
     if opts.smoke {
         println!("\nsmoke run: results checked, targets not enforced at this size");
