@@ -204,7 +204,8 @@ impl<'s> EventMix<'s> {
         Self { shape, slots: shape.pod_slots().collect(), nonce: 1 }
     }
 
-    /// Applies `count` more events to `index`, timed by kind into `by_kind`.
+    /// Applies about `count` more events to `index` (a recreation is two, and a batch is
+    /// not cut in the middle of one), timed by kind into `by_kind`.
     fn apply(&mut self, index: &mut Index, count: usize, by_kind: &mut ByKind) {
         let shape = self.shape;
         let mut applied = 0usize;
@@ -240,8 +241,8 @@ impl<'s> EventMix<'s> {
                         recreations.push(Event::Apply(decoded::<SlimPod>(&pod)));
                     }
                 }
-                applied += 1;
             }
+            applied += updates.len() + heartbeats.len() + drains.len() + recreations.len();
             timed(index, heartbeats, &mut by_kind.0[1]);
             timed(index, drains, &mut by_kind.0[2]);
             timed(index, updates, &mut by_kind.0[0]);
@@ -250,13 +251,15 @@ impl<'s> EventMix<'s> {
     }
 }
 
-/// Events applied alternately to `index` (of `shape`) and to one of `nodes` nodes built
-/// beside it, in blocks, `count` each: this host's speed drifts by tens of percent between
-/// runs minutes apart, so a ratio of two runs says more about the host than the index.
-/// Each block starts with the caches warm for the other index, as a block of a run of its
-/// own does not; blocks of 50,000 events make that a small share.
-fn alternating(index: &mut Index, shape: &Shape, nodes: usize, count: usize) -> String {
+/// Events applied alternately to `index` (`events` goes on with its mix, so that its drains
+/// add taints as a new index's do rather than take back its own) and to an index of `nodes`
+/// nodes built beside it, in blocks, `count` each: this host's speed drifts by tens of
+/// percent between runs minutes apart, so a ratio of two runs says more about the host than
+/// the index. Each block starts with the caches warm for the other index, as a block of a
+/// run of its own does not; blocks of 50,000 events make that a small share.
+fn alternating(index: &mut Index, events: &mut EventMix<'_>, nodes: usize, count: usize) -> String {
     const BLOCK: usize = 50_000;
+    let shape = events.shape;
     let small_shape = Shape { nodes, ..*shape };
     let mut small = Index::default();
     small.set_now(1_780_000_000);
@@ -268,12 +271,12 @@ fn alternating(index: &mut Index, shape: &Shape, nodes: usize, count: usize) -> 
         500,
     );
     initial_list::<Pod, SlimPod>(&mut small, small_shape.pod_slots().map(|(j, i)| small_shape.pod(j, i, 0)), 500);
-    let (mut large_events, mut small_events) = (EventMix::new(shape), EventMix::new(&small_shape));
+    let mut small_events = EventMix::new(&small_shape);
     let (mut large_kinds, mut small_kinds) = (ByKind::default(), ByKind::default());
     let mut done = 0;
     while done < count {
         let block = BLOCK.min(count - done);
-        large_events.apply(index, block, &mut large_kinds);
+        events.apply(index, block, &mut large_kinds);
         small_events.apply(&mut small, block, &mut small_kinds);
         done += block;
     }
@@ -746,7 +749,7 @@ fn main() {
         rows.push(Row::new(format!("of which: {kind}, per event"), each, format!("{each:.2} µs ({count} events)")));
     }
     let beside =
-        flag::<usize>(&args, "--events-beside").map(|nodes| alternating(&mut index, &shape, nodes, opts.events));
+        flag::<usize>(&args, "--events-beside").map(|nodes| alternating(&mut index, &mut events, nodes, opts.events));
 
     guard(&index, &shape, &mut rows);
     what_if(&mut index, &shape, &mut rows);
