@@ -4,6 +4,8 @@ mod support;
 
 use std::sync::Arc;
 
+use kube::runtime::watcher::Event;
+use misschedule_exporter::k8s::slim::SlimPod;
 use misschedule_exporter::report::metrics::Exposition;
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::telemetry::Telemetry;
@@ -52,6 +54,34 @@ fn every_change_shows_on_the_next_render() {
     running.status = Some(from(json!({"phase": "Running"})));
     shared.update(|index| apply(index, running));
     assert_eq!(shared.read().generation(), generation);
+}
+
+/// Before the pod list completes, no count is published: a 0 would be an all-clear the
+/// exporter has not checked.
+#[test]
+fn nothing_is_counted_before_every_list_completes() {
+    let ds = daemonset("agent", json!({}));
+    let drained = node("n1", &[], &["ToBeDeletedByClusterAutoscaler=1:NoSchedule"]);
+    let mut index = misschedule_exporter::index::Index::default();
+    index.set_now(NOW);
+    list(&mut index, vec![drained, node("n2", &[], &[])]);
+    list(&mut index, vec![ds.clone()]);
+    list(&mut index, Vec::<k8s_openapi::api::apps::v1::ControllerRevision>::new());
+    index.apply(Event::<SlimPod>::Init).unwrap();
+    index.apply(Event::InitApply(daemon_pod(&ds, "n1", "h", true).watched())).unwrap();
+    let shared = Arc::new(Shared::new(index));
+    let exposition = exposition(&shared);
+    let text = exposition.render().unwrap();
+    assert!(text.contains("misschedule_exporter_cache_synced{resource=\"pods\"} 0"), "{text}");
+    assert!(!text.contains("daemonset_misscheduled_nodes{"), "{text}");
+    assert!(!text.contains("daemonset_uncovered_nodes{"), "{text}");
+    assert!(!text.contains("daemonset_eligible_nodes{"), "{text}");
+    // The list completes: the drained node's pod and the uncovered n2 are counted.
+    shared.update(|index| index.apply(Event::<SlimPod>::InitDone).unwrap());
+    let text = exposition.render().unwrap();
+    assert_eq!(pod_info_lines(&text).len(), 1, "{text}");
+    let uncovered = text.lines().filter(|l| l.starts_with("daemonset_uncovered_node_info{"));
+    assert_eq!(uncovered.filter(|l| l.contains(r#"node="n2""#)).count(), 1, "{text}");
 }
 
 #[test]

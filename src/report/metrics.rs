@@ -169,7 +169,10 @@ impl Collector for ClusterCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let index = self.shared.read();
         self.rendered_generation.store(index.generation(), Ordering::Release);
-        let daemonsets = index.daemonsets();
+        // Until every list is complete a count is a guess (no pods yet reads as nothing
+        // misscheduled, and uncovered nodes are found only once synced): the families stay
+        // empty, which alerts read as no data, and `misschedule_exporter_cache_synced` says why.
+        let daemonsets = if index.synced() { index.daemonsets() } else { Vec::new() };
         let misscheduled: Vec<_> = daemonsets.iter().map(|ds| (ds, ds.misscheduled_pods())).collect();
         // The index keeps pod names in pieces: each is built once per render.
         let names: Vec<String> =
