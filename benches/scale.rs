@@ -147,6 +147,26 @@ where
     spent
 }
 
+/// An index of `shape` built from its four initial lists, in the watcher's order: nodes,
+/// DaemonSets, revisions, pods. `after_each(list)` runs after each, numbered 0 to 3.
+fn synced_index(shape: &Shape, mut after_each: impl FnMut(usize)) -> (Index, ColdStart) {
+    let mut index = Index::default();
+    index.set_now(1_780_000_000);
+    let mut cold = initial_list::<Node, SlimNode>(&mut index, (0..shape.nodes).map(|i| shape.node(i)), 500);
+    after_each(0);
+    cold += initial_list::<DaemonSet, DaemonSet>(&mut index, (0..shape.daemonsets).map(|j| shape.daemonset(j)), 500);
+    after_each(1);
+    cold += initial_list::<ControllerRevision, ControllerRevision>(
+        &mut index,
+        (0..shape.daemonsets).flat_map(|j| [shape.revision(j, 1), shape.revision(j, 2)]),
+        500,
+    );
+    after_each(2);
+    cold += initial_list::<Pod, SlimPod>(&mut index, shape.pod_slots().map(|(j, i)| shape.pod(j, i, 0)), 500);
+    after_each(3);
+    (index, cold)
+}
+
 /// Applies `events` (and drops them), adding their count and the time it took to `kind`.
 fn timed<K: Indexed>(index: &mut Index, events: Vec<Event<K>>, kind: &mut (usize, Duration)) {
     let count = events.len();
@@ -261,16 +281,7 @@ fn alternating(index: &mut Index, events: &mut EventMix<'_>, nodes: usize, count
     const BLOCK: usize = 50_000;
     let shape = events.shape;
     let small_shape = Shape { nodes, ..*shape };
-    let mut small = Index::default();
-    small.set_now(1_780_000_000);
-    initial_list::<Node, SlimNode>(&mut small, (0..nodes).map(|i| small_shape.node(i)), 500);
-    initial_list::<DaemonSet, DaemonSet>(&mut small, (0..shape.daemonsets).map(|j| small_shape.daemonset(j)), 500);
-    initial_list::<ControllerRevision, ControllerRevision>(
-        &mut small,
-        (0..shape.daemonsets).flat_map(|j| [small_shape.revision(j, 1), small_shape.revision(j, 2)]),
-        500,
-    );
-    initial_list::<Pod, SlimPod>(&mut small, small_shape.pod_slots().map(|(j, i)| small_shape.pod(j, i, 0)), 500);
+    let (mut small, _) = synced_index(&small_shape, |_| {});
     let mut small_events = EventMix::new(&small_shape);
     let (mut large_kinds, mut small_kinds) = (ByKind::default(), ByKind::default());
     let mut done = 0;
@@ -574,21 +585,10 @@ fn main() {
     let mut rows = Vec::new();
     let baseline = rss();
 
-    // Cold start.
-    let mut index = Index::default();
-    index.set_now(1_780_000_000);
-    let mut cold = ColdStart::default();
-    cold += initial_list::<Node, SlimNode>(&mut index, (0..shape.nodes).map(|i| shape.node(i)), 500);
-    let after_nodes = rss();
-    cold += initial_list::<DaemonSet, DaemonSet>(&mut index, (0..shape.daemonsets).map(|j| shape.daemonset(j)), 500);
-    cold += initial_list::<ControllerRevision, ControllerRevision>(
-        &mut index,
-        (0..shape.daemonsets).flat_map(|j| [shape.revision(j, 1), shape.revision(j, 2)]),
-        500,
-    );
-    let after_daemonsets = rss();
-    cold += initial_list::<Pod, SlimPod>(&mut index, shape.pod_slots().map(|(j, i)| shape.pod(j, i, 0)), 500);
-    let synced = rss();
+    // Cold start, with the RSS after each list.
+    let mut after = [0; 4];
+    let (index, cold) = synced_index(&shape, |list| after[list] = rss());
+    let [after_nodes, _, after_daemonsets, synced] = after;
 
     // The results must be right before their speed means anything.
     let misscheduled: usize = index.daemonsets().iter().map(|d| d.misscheduled_pods().len()).sum();
