@@ -421,6 +421,32 @@ fn test_get_target_node_name() {
     assert_eq!(placement(fields(&["affinity"])), Some("affinity".into()));
     assert_eq!(placement(fields(&["node-1", "node-2"])), None);
     assert_eq!(placement(json!({})), None);
+    // The first `metadata.name In` requirement decides, over every term; others are passed.
+    let terms = |terms: Value| placement(affinity(terms));
+    let first_has_two = json!([{"matchFields": [req("metadata.name", "In", &["a", "b"])]},
+                               {"matchFields": [req("metadata.name", "In", &["c"])]}]);
+    assert_eq!(terms(first_has_two), None);
+    let passed = json!([{"matchExpressions": [req("metadata.name", "In", &["x"])]},
+                        {"matchFields": [req("metadata.name", "NotIn", &["y"]), req("other", "In", &["z"])]},
+                        {"matchFields": [req("metadata.name", "In", &["c"])]}]);
+    assert_eq!(terms(passed), Some("c".into()));
+    assert_eq!(terms(json!([{"matchFields": [req("metadata.name", "In", &[])]}])), None);
+    assert_eq!(terms(json!([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": null}]}])), None);
+    assert_eq!(terms(json!(null)), None);
+    assert_eq!(placement(json!({"affinity": null})), None);
+    assert_eq!(
+        placement(json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": null}}})),
+        None
+    );
+    // nodeName wins over the affinity.
+    let mut both = fields(&["node-1"]);
+    both["nodeName"] = json!("node-2");
+    assert_eq!(placement(both), Some("node-2".into()));
+    // A malformed requirement is an error, not a pod without a target.
+    let pod = |spec: Value| serde_json::from_value::<SlimPod>(json!({"metadata": {"name": "pod"}, "spec": spec}));
+    let wrong = affinity(json!([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", 7]}]}]));
+    assert!(pod(wrong).is_err());
+    assert!(pod(affinity(json!([{"matchFields": {"key": "metadata.name"}}]))).is_err());
 }
 
 /// A node with a name and labels, for the affinity tests.

@@ -80,8 +80,8 @@ pub struct PodNodeAffinity {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodNodeSelector {
-    #[serde(default)]
-    pub node_selector_terms: Vec<PodNodeSelectorTerm>,
+    /// Null reads as none, as Go's decoder reads it.
+    pub node_selector_terms: Option<Vec<PodNodeSelectorTerm>>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -118,7 +118,8 @@ impl PodPlacement {
     /// The required node terms' `matchFields`, in order.
     pub fn required_match_fields(&self) -> impl Iterator<Item = &PodFieldRequirement> {
         let terms = self.affinity.as_ref().and_then(|a| a.node_affinity.as_ref()).and_then(|n| n.required.as_ref());
-        terms.into_iter().flat_map(|r| &r.node_selector_terms).flat_map(|t| t.match_fields.iter().flatten())
+        let terms = terms.into_iter().flat_map(|r| r.node_selector_terms.iter().flatten());
+        terms.flat_map(|t| t.match_fields.iter().flatten())
     }
 }
 
@@ -195,22 +196,23 @@ impl From<Affinity> for PodAffinity {
         Self {
             node_affinity: Some(PodNodeAffinity {
                 required: required.map(|r| PodNodeSelector {
-                    node_selector_terms: r
-                        .node_selector_terms
-                        .into_iter()
-                        .map(|t| PodNodeSelectorTerm {
-                            match_fields: t.match_fields.map(|fields| {
-                                fields
-                                    .into_iter()
-                                    .map(|f| PodFieldRequirement {
-                                        key: Some(Cow::Owned(f.key)),
-                                        operator: Some(Cow::Owned(f.operator)),
-                                        values: f.values,
-                                    })
-                                    .collect()
-                            }),
-                        })
-                        .collect(),
+                    node_selector_terms: Some(
+                        r.node_selector_terms
+                            .into_iter()
+                            .map(|t| PodNodeSelectorTerm {
+                                match_fields: t.match_fields.map(|fields| {
+                                    fields
+                                        .into_iter()
+                                        .map(|f| PodFieldRequirement {
+                                            key: Some(Cow::Owned(f.key)),
+                                            operator: Some(Cow::Owned(f.operator)),
+                                            values: f.values,
+                                        })
+                                        .collect()
+                                }),
+                            })
+                            .collect(),
+                    ),
                 }),
             }),
         }
