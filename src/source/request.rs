@@ -99,21 +99,38 @@ fn gzipped(response: &http::Response<Body>) -> bool {
     response.headers().get(http::header::CONTENT_ENCODING).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"))
 }
 
+/// The sizes of a list's last page, as received and as JSON: the next page's buffers are
+/// made that size at once (and an eighth more), where a buffer grown as the body arrives
+/// doubles and copies itself, and holds both copies at the end of each page.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PageSizes {
+    received: usize,
+    json: usize,
+}
+
+impl PageSizes {
+    fn room(last: usize) -> usize {
+        last + last / 8
+    }
+}
+
 /// One page of a list. `idle`: the longest wait for the answer to begin, and then between
 /// two pieces of it, before the call counts as stalled (kube's client has no read timeout).
+/// `sizes`: the page before's, updated to this one's.
 pub async fn list_page<K: DeserializeOwned + Clone>(
     client: &Client,
     url_path: &str,
     params: &ListParams,
     compression: Compression,
     idle: Duration,
+    sizes: &mut PageSizes,
 ) -> Result<ObjectList<K>, CallError> {
     let mut request = Request::new(url_path).list(params).map_err(|e| CallError::Unreachable(e.to_string()))?;
     ask(&mut request, compression);
     let response = send(client, request, idle).await?;
     let inflate = gzipped(&response);
     let mut body = response.into_body();
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(PageSizes::room(sizes.received));
     loop {
         let frame = tokio::time::timeout(idle, body.frame()).await.map_err(|_| CallError::Stalled(idle))?;
         match frame {
@@ -126,8 +143,10 @@ pub async fn list_page<K: DeserializeOwned + Clone>(
             }
         }
     }
+    sizes.received = bytes.len();
     if inflate {
-        let mut inflated = Vec::with_capacity(bytes.len() * 8);
+        let expected = if sizes.json > 0 { PageSizes::room(sizes.json) } else { bytes.len() * 8 };
+        let mut inflated = Vec::with_capacity(expected);
         std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut inflated).map_err(
             |error| match error.kind() {
                 // As an identity body that ends mid-way.
@@ -139,6 +158,7 @@ pub async fn list_page<K: DeserializeOwned + Clone>(
         )?;
         bytes = inflated;
     }
+    sizes.json = bytes.len();
     decode(&bytes, "the list", locate::<ObjectList<K>>)
 }
 

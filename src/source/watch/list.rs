@@ -9,7 +9,7 @@ use kube::api::WatchParams;
 use kube::runtime::watcher::Event;
 
 use super::{Endpoint, Listed, Watch};
-use crate::source::request::{self, CallError};
+use crate::source::request::{self, CallError, PageSizes};
 use crate::source::stream_list::{self, Initial, ListMode};
 use crate::telemetry::ListedBy;
 
@@ -107,10 +107,10 @@ impl Watch {
     {
         self.apply(scope, Event::<K>::Init);
         let mut params = endpoint.list.clone();
+        let mut sizes = PageSizes::default();
         loop {
-            let page =
-                request::list_page::<K>(&self.client, &endpoint.url_path, &params, self.config.compression, idle)
-                    .await?;
+            let (url_path, compression) = (&endpoint.url_path, self.config.compression);
+            let page = request::list_page::<K>(&self.client, url_path, &params, compression, idle, &mut sizes).await?;
             *progress = Some(Instant::now());
             for object in page.items {
                 self.apply(scope, Event::InitApply(object));
