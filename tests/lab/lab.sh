@@ -243,6 +243,32 @@ host_ip() {
   hostname -I 2>/dev/null | tr ' ' '\n' | grep -m1 -E '^[0-9]+\.' | grep -v '^127\.' || echo 127.0.0.1
 }
 
+# Start etcd on free ports (sets etcd_port), on others when one is taken first: free_port
+# lets its port go before etcd binds it, and a lab starting beside this one may take it then.
+start_etcd() { # start_etcd DIR ETCD_BIN
+  local dir=$1 etcd_bin=$2 attempt peer_port deadline
+  for attempt in 1 2 3; do
+    etcd_port=$(free_port); peer_port=$(free_port)
+    rm -rf "$dir/etcd"
+    # A lab, not production: no fsync, so that 2 cores and a shared disk keep up.
+    start "$dir" etcd "$etcd_bin/etcd" --name lab --data-dir "$dir/etcd" --unsafe-no-fsync \
+      --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+      --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+      --initial-cluster "lab=http://127.0.0.1:$peer_port" --listen-metrics-urls "http://127.0.0.1:$(free_port)"
+    deadline=$((SECONDS + 30))
+    while kill -0 "$(cat "$dir/etcd.pid")" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
+      if curl -sf "http://127.0.0.1:$etcd_port/health" >/dev/null 2>&1; then
+        log "etcd is up"
+        return 0
+      fi
+      sleep 0.2
+    done
+    kill "$(cat "$dir/etcd.pid")" 2>/dev/null || true
+    log "etcd did not start on ports $etcd_port and $peer_port (attempt $attempt of 3)"
+  done
+  return 1
+}
+
 up() {
   local dir=$1; shift
   local c components=("$@")
@@ -262,21 +288,15 @@ up() {
     -extfile "$dir/server.ext" -out "$dir/server.crt" 2>/dev/null
   openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
 
-  local admin_token exporter_token nfd_token etcd_port peer_port api_port server
+  local admin_token exporter_token nfd_token etcd_port api_port server
   admin_token=$(openssl rand -hex 16); exporter_token=$(openssl rand -hex 16); nfd_token=$(openssl rand -hex 16)
   # nfd-master acts as itself (the admission guard tells its changes from a person's), with
   # a cluster-admin's rights: it writes labels, taints, annotations and its own CRDs.
   printf '%s,admin,admin,"system:masters"\n%s,misschedule-exporter,misschedule-exporter\n%s,nfd-master,nfd-master,"system:masters"\n' \
     "$admin_token" "$exporter_token" "$nfd_token" >"$dir/tokens.csv"
-  etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
+  api_port=$(free_port)
   server="https://127.0.0.1:$api_port"
-
-  # A lab, not production: no fsync, so that 2 cores and a shared disk keep up.
-  start "$dir" etcd "$etcd_bin/etcd" --name lab --data-dir "$dir/etcd" --unsafe-no-fsync \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-cluster "lab=http://127.0.0.1:$peer_port" --listen-metrics-urls "http://127.0.0.1:$(free_port)"
-  wait_for 30 etcd curl -sf "http://127.0.0.1:$etcd_port/health" || die "etcd did not start (log: $dir/etcd.log)"
+  start_etcd "$dir" "$etcd_bin" || die "etcd did not start (log: $dir/etcd.log)"
 
   printf 'ETCD_PORT=%s\nAPI_PORT=%s\nADMIN_TOKEN=%s\nBIN=%s\nAPISERVER_EXTRA_ARGS=%q\n' \
     "$etcd_port" "$api_port" "$admin_token" "$bin" "${APISERVER_EXTRA_ARGS:-}" >"$dir/ports"
