@@ -202,11 +202,41 @@ apt_install() {
 
 # --- running ----------------------------------------------------------------------------
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# free_port DIR: a loopback port for one of the lab's components, below the kernel's ephemeral
+# range and never one this lab chose before (DIR/ports.chosen). The port is let go before the
+# component binds it, and one from bind(0) may meanwhile be handed to any connection on the
+# machine or to another lab's bind(0): etcd once failed so beside another lab. (tests/support/
+# http.rs chooses the tests' own ports the same way.)
+free_port() {
+  python3 - "$1/ports.chosen" <<'EOP'
+import random, socket, sys
+lowest, ephemeral_start = 10000, int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+with open(sys.argv[1], "a+") as chosen:
+    chosen.seek(0)
+    taken = set(chosen.read().split())
+    while True:
+        # Where the ephemeral range starts low, there is no room below it: the kernel chooses.
+        port = random.randrange(lowest, ephemeral_start) if ephemeral_start - lowest >= 1000 else 0
+        if str(port) in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            port = s.getsockname()[1]
+        chosen.write(f"{port}\n")
+        print(port)
+        break
+EOP
+}
 
-wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
-  local deadline=$((SECONDS + $1)) what=$2; shift 2
+# wait_for SECONDS PIDFILE DESCRIPTION COMMAND...: until COMMAND succeeds; fails at once when
+# the process `start` recorded in PIDFILE has exited.
+wait_for() {
+  local deadline=$((SECONDS + $1)) pid name what=$3; pid=$(cat "$2"); name=$(basename "$2" .pid); shift 3
   until "$@" >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || { log "$name exited"; return 1; }
     [ $SECONDS -lt $deadline ] || return 1
     sleep 0.2
   done
@@ -243,30 +273,14 @@ host_ip() {
   hostname -I 2>/dev/null | tr ' ' '\n' | grep -m1 -E '^[0-9]+\.' | grep -v '^127\.' || echo 127.0.0.1
 }
 
-# Start etcd on free ports (sets etcd_port), on others when one is taken first: free_port
-# lets its port go before etcd binds it, and a lab starting beside this one may take it then.
-start_etcd() { # start_etcd DIR ETCD_BIN
-  local dir=$1 etcd_bin=$2 attempt peer_port deadline
-  for attempt in 1 2 3; do
-    etcd_port=$(free_port); peer_port=$(free_port)
-    rm -rf "$dir/etcd"
-    # A lab, not production: no fsync, so that 2 cores and a shared disk keep up.
-    start "$dir" etcd "$etcd_bin/etcd" --name lab --data-dir "$dir/etcd" --unsafe-no-fsync \
-      --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-      --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-      --initial-cluster "lab=http://127.0.0.1:$peer_port" --listen-metrics-urls "http://127.0.0.1:$(free_port)"
-    deadline=$((SECONDS + 30))
-    while kill -0 "$(cat "$dir/etcd.pid")" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
-      if curl -sf "http://127.0.0.1:$etcd_port/health" >/dev/null 2>&1; then
-        log "etcd is up"
-        return 0
-      fi
-      sleep 0.2
-    done
-    kill "$(cat "$dir/etcd.pid")" 2>/dev/null || true
-    log "etcd did not start on ports $etcd_port and $peer_port (attempt $attempt of 3)"
-  done
-  return 1
+start_etcd() { # start_etcd DIR ETCD_BIN: sets etcd_port
+  local dir=$1 peer_port; etcd_port=$(free_port "$dir"); peer_port=$(free_port "$dir")
+  # A lab, not production: no fsync, so that 2 cores and a shared disk keep up.
+  start "$dir" etcd "$2/etcd" --name lab --data-dir "$dir/etcd" --unsafe-no-fsync \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "lab=http://127.0.0.1:$peer_port" --listen-metrics-urls "http://127.0.0.1:$(free_port "$dir")"
+  wait_for 30 "$dir/etcd.pid" etcd curl -sf "http://127.0.0.1:$etcd_port/health"
 }
 
 up() {
@@ -294,7 +308,7 @@ up() {
   # a cluster-admin's rights: it writes labels, taints, annotations and its own CRDs.
   printf '%s,admin,admin,"system:masters"\n%s,misschedule-exporter,misschedule-exporter\n%s,nfd-master,nfd-master,"system:masters"\n' \
     "$admin_token" "$exporter_token" "$nfd_token" >"$dir/tokens.csv"
-  api_port=$(free_port)
+  api_port=$(free_port "$dir")
   server="https://127.0.0.1:$api_port"
   start_etcd "$dir" "$etcd_bin" || die "etcd did not start (log: $dir/etcd.log)"
 
@@ -350,7 +364,7 @@ options: # given a KwokConfiguration, KWOK defaults none of them: each is its de
   enablePodsOnNodeSyncStreamWatch: false
 EOK
   start "$dir" kwok "$kwok_dir/bin/kwok" --kubeconfig "$kc" --config "$dir/kwok.yaml" --manage-all-nodes=true \
-    --node-ip "$(host_ip)" --node-lease-duration-seconds 40 --server-address "127.0.0.1:$(free_port)"
+    --node-ip "$(host_ip)" --node-lease-duration-seconds 40 --server-address "127.0.0.1:$(free_port "$dir")"
 
   cat >"$dir/env" <<EOE
 K8S_VERSION=v$K8S_VERSION
@@ -370,7 +384,7 @@ KWOK_LOG=$dir/kwok.log
 EOE
 
   # Namespaces need their default ServiceAccount before pods can be created in them.
-  wait_for 60 "service accounts" "$bin/kubectl" --kubeconfig "$kc" -n default get serviceaccount default ||
+  wait_for 60 "$dir/controller-manager.pid" "service accounts" "$bin/kubectl" --kubeconfig "$kc" -n default get serviceaccount default ||
     die "the controller manager made no default ServiceAccount (log: $dir/controller-manager.log)"
   add_nodes "$dir" "${LAB_NODES:-3}"
 
@@ -425,25 +439,25 @@ EON
   "$kubectl" --kubeconfig "$kc" wait --for=condition=Established crd/nodefeatures.nfd.k8s-sigs.io --timeout=60s >/dev/null
   # Out of cluster: nfd-master reads its namespace from here, and writes NodeFeature-derived labels.
   "$kubectl" --kubeconfig "$kc" create namespace node-feature-discovery >/dev/null
-  local metrics; metrics=$(free_port)
+  local metrics; metrics=$(free_port "$dir")
   KUBERNETES_NAMESPACE=node-feature-discovery NODE_NAME=lab-control-plane start "$dir" nfd-master "$nfd/bin/nfd-master" \
     -kubeconfig "$dir/nfd.kubeconfig" -port "$metrics" -config /dev/null
   echo "NFD_NAMESPACE=node-feature-discovery" >>"$dir/env"
   echo "NFD_VERSION=$(required "$LAB/go/nfd" sigs.k8s.io/node-feature-discovery)" >>"$dir/env"
   echo "NFD_LOG=$dir/nfd-master.log" >>"$dir/env"
-  wait_for 60 nfd-master curl -sf "http://127.0.0.1:$metrics/healthz" || die "nfd-master did not start (log: $dir/nfd-master.log)"
+  wait_for 60 "$dir/nfd-master.pid" nfd-master curl -sf "http://127.0.0.1:$metrics/healthz" || die "nfd-master did not start (log: $dir/nfd-master.log)"
 }
 
 up_ksm() {
   local dir=$1 ksm port
   ksm=$(component_dir ksm k8s.io/kube-state-metrics/v2)
-  port=$(free_port)
+  port=$(free_port "$dir")
   start "$dir" ksm "$ksm/bin/kube-state-metrics" --kubeconfig "$dir/kubeconfig" --host 127.0.0.1 --port "$port" \
-    --telemetry-host 127.0.0.1 --telemetry-port "$(free_port)" --resources daemonsets,pods,nodes
+    --telemetry-host 127.0.0.1 --telemetry-port "$(free_port "$dir")" --resources daemonsets,pods,nodes
   echo "KSM_URL=http://127.0.0.1:$port" >>"$dir/env"
   echo "KSM_VERSION=$(required "$LAB/go/ksm" k8s.io/kube-state-metrics/v2)" >>"$dir/env"
   echo "KSM_LOG=$dir/ksm.log" >>"$dir/env"
-  wait_for 60 kube-state-metrics curl -sf "http://127.0.0.1:$port/metrics" || die "kube-state-metrics did not start (log: $dir/ksm.log)"
+  wait_for 60 "$dir/ksm.pid" kube-state-metrics curl -sf "http://127.0.0.1:$port/metrics" || die "kube-state-metrics did not start (log: $dir/ksm.log)"
 }
 
 up_autoscaler() { die "$AUTOSCALER_BLOCKED"; }
@@ -463,7 +477,7 @@ start_apiserver() {
     --service-account-key-file "$dir/sa.key" --service-account-signing-key-file "$dir/sa.key" \
     --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/24 \
     --allow-privileged
-  wait_for 90 kube-apiserver curl -sf --cacert "$dir/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
+  wait_for 90 "$dir/apiserver.pid" kube-apiserver curl -sf --cacert "$dir/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
     "https://127.0.0.1:$API_PORT/readyz" || die "kube-apiserver did not become ready (log: $dir/apiserver.log)"
 }
 
