@@ -350,8 +350,7 @@ async fn respond(
                 };
                 since = version;
             }
-            watch_stream(stream, gzip, state, changes, resource, since, timeout, fault, served).await;
-            false
+            watch_stream(stream, gzip, state, changes, resource, since, timeout, fault, served).await
         }
     }
 }
@@ -461,7 +460,9 @@ impl Gzip {
 
 /// A watch from `since`: past changes after it, then each new one, with a bookmark on
 /// every empty change, until `timeout` seconds (a clean end) or a fault. `headed`: a
-/// streamed list sent the response's head already.
+/// streamed list sent the response's head already. Whether the connection can take another
+/// request: after a clean end it can, as an API server's can, and the client's pool reuses
+/// it (closing it instead raced the client's next request, which then failed to send).
 #[allow(clippy::too_many_arguments)]
 async fn watch_stream(
     stream: &mut TcpStream,
@@ -473,27 +474,27 @@ async fn watch_stream(
     timeout: u64,
     fault: Option<Fault>,
     headed: bool,
-) {
+) -> bool {
     if !headed && stream.write_all(gzip.head().as_bytes()).await.is_err() {
-        return;
+        return false;
     }
     match fault {
         Some(Fault::StallWatch) => {
             // Hold the connection, send nothing, until the client gives up.
             let mut buf = [0u8; 1];
             let _ = tokio::io::AsyncReadExt::read(stream, &mut buf).await;
-            return;
+            return false;
         }
         Some(Fault::CutWatch) => {
             let line = json!({"type": "MODIFIED", "object": {"kind": "x", "metadata": {"name": "cut"}}}).to_string();
             gzip.chunk(stream, &line[..line.len() / 2]).await;
-            return;
+            return false;
         }
         Some(Fault::Gone | Fault::CutList | Fault::StallList) => {
             let line = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                 "message": format!("too old resource version: {since}"), "reason": "Expired", "code": 410}});
             gzip.chunk(stream, &(line.to_string() + "\n")).await;
-            return;
+            return false;
         }
         Some(Fault::Malformed) => {
             let line = json!({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": kind_of(resource),
@@ -501,11 +502,10 @@ async fn watch_stream(
             gzip.chunk(stream, &(line.to_string() + "\n")).await;
             // Then nothing: the exporter must not wait for more.
             tokio::time::sleep(Duration::from_secs(3600)).await;
-            return;
+            return false;
         }
         Some(Fault::EndEarly) => {
-            let _ = stream.write_all(b"0\r\n\r\n").await;
-            return;
+            return stream.write_all(b"0\r\n\r\n").await.is_ok();
         }
         _ => {}
     }
@@ -528,13 +528,12 @@ async fn watch_stream(
             })
         };
         let Some((events, version, cached)) = current else {
-            let _ = stream.write_all(b"0\r\n\r\n").await;
-            return;
+            return stream.write_all(b"0\r\n\r\n").await.is_ok();
         };
         let quiet = events.is_empty();
         for (event_version, line) in events {
             if !gzip.chunk(stream, &line).await {
-                return;
+                return false;
             }
             sent = event_version;
         }
@@ -548,7 +547,7 @@ async fn watch_stream(
             let bookmark = json!({"type": "BOOKMARK", "object": {"kind": kind_of(resource), "apiVersion": "v1",
                 "metadata": {"resourceVersion": at.to_string()}}});
             if !gzip.chunk(stream, &(bookmark.to_string() + "\n")).await {
-                return;
+                return false;
             }
             sent = at;
         }
@@ -556,8 +555,7 @@ async fn watch_stream(
         tokio::select! {
             _ = changes.recv() => {}
             () = tokio::time::sleep_until(deadline) => {
-                let _ = stream.write_all(b"0\r\n\r\n").await;
-                return;
+                return stream.write_all(b"0\r\n\r\n").await.is_ok();
             }
         }
     }
