@@ -59,8 +59,35 @@ pub fn wait_ok(port: u16, path: &str, timeout: Duration) {
     }
 }
 
+/// A loopback port for a server a test starts, chosen as tests/lab/lab.sh chooses its
+/// components' ports: below the kernel's ephemeral range, never twice in one test binary. The
+/// port is let go before the server binds it, and one from bind(0) may meanwhile be handed to
+/// any connection on the machine or to another test's bind(0).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::hash::{BuildHasher, Hasher};
+    static CHOSEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    const LOWEST: u16 = 10_000;
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let mut chosen = CHOSEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Where the ephemeral range starts low, there is no room below it: the kernel chooses.
+    let span = ephemeral_start.saturating_sub(LOWEST);
+    let port = if span < 1_000 {
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    } else {
+        loop {
+            // RandomState is seeded afresh for each instance: a random number without a crate.
+            let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+            let port = LOWEST + (random % u64::from(span)) as u16;
+            if !chosen.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                break port;
+            }
+        }
+    };
+    chosen.push(port);
+    port
 }
 
 /// A loopback HTTP server that answers every request with `body` (as the Prometheus text
