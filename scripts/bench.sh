@@ -99,11 +99,13 @@ carry the cluster-autoscaler's drain taint.
   rendering and compressing that new generation cost, once.
 - Events: watch events (80% pod status updates, 10% node heartbeats, 1% drain
   taints added or removed, 9% pods deleted and recreated), each encoded as the API
-  server sends it and decoded into the watcher's shape (untimed), then applied through
-  \`Index::apply\`, the watcher's own path (timed, including dropping the decoded
-  object). They are made 32 at a time and applied at once: the watcher decodes and
-  applies one event at a time, so the allocator reuses what the last event freed;
-  tens of thousands of pre-built objects would each be freed into cold memory.
+  server sends it and decoded into the watcher's shape (untimed), then applied as the
+  watcher applies the events of one watch that are there to take at once (up to 64):
+  \`Index::warm\` looks up each one's cached object, all before any is applied so that
+  those trips to memory overlap, then \`Index::apply\` applies them in order (timed,
+  including dropping the decoded objects). They are made 32 at a time, and each kind's
+  share of those is applied as one batch, so the allocator reuses what the last batch
+  freed; tens of thousands of pre-built objects would each be freed into cold memory.
 
 $table
 

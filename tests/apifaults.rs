@@ -306,6 +306,43 @@ async fn a_watch_ending_at_once_counts_as_a_failure() {
     .await;
 }
 
+/// A burst of events, written at once, which the exporter takes and applies in batches: each event is counted, the last word on each node wins, and a pod it
+/// cannot read among them is left out, counted and logged, alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "runs the exporter binary against the fake API server: scripts/test.sh runs it"]
+async fn a_burst_of_events_is_applied_in_order_and_counted() {
+    let lab = Lab::start("burst").await;
+    let applied = |lab: &Lab| lab.sum("misschedule_exporter_watch_events_total", "resource=\"nodes\",type=\"apply\"");
+    let invalid = |lab: &Lab| lab.sum("misschedule_exporter_invalid_objects_total", "resource=\"pods\"");
+    let (applied_before, invalid_before) = (applied(&lab), invalid(&lab));
+    // The pools swap back and forth, and the last flip leaves n1 in pool b: its pod is the
+    // misscheduled one now.
+    const FLIPS: usize = 201;
+    let ds = daemonset("agent", json!({"nodeSelector": {"pool": "a"}, "containers": [{"name": "a", "image": "a"}]}));
+    let mut burst = Vec::new();
+    for flip in 0..FLIPS {
+        let (n1, n2) = if flip % 2 == 0 { ("b", "a") } else { ("a", "b") };
+        burst.extend([pool_node("n1", n1), pool_node("n2", n2)]);
+        if flip == FLIPS / 2 {
+            let mut unreadable = serde_json::to_value(daemon_pod(&ds, "n1", "h1", true)).unwrap();
+            unreadable["metadata"]["name"] = json!("agent-unreadable");
+            unreadable["metadata"]["uid"] = json!("");
+            burst.push(unreadable);
+        }
+    }
+    lab.fake.put_all(burst);
+    let events = 2.0 * FLIPS as f64;
+    lab.wait("every node event applied, n1 misscheduled", Duration::from_secs(10), |lab| {
+        applied(lab) - applied_before == events && lab.nodes() == ["n1"]
+    })
+    .await;
+    assert_eq!(invalid(&lab) - invalid_before, 1.0, "the unreadable pod is counted once");
+    let log = lab.log();
+    let ignored: Vec<_> = log.lines().filter(|l| l.contains("ignoring object")).collect();
+    assert!(ignored.len() == 1 && ignored[0].contains("missing metadata.uid"), "{ignored:?}");
+    assert!(lab.ready(), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs minutes of faults against the exporter binary: scripts/test.sh runs it"]
 async fn a_malformed_line_names_resource_and_field_and_relists() {

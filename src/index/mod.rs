@@ -159,6 +159,19 @@ impl Index {
         self.now
     }
 
+    /// Looks up what each of `events` will read of the cache, before any is applied (see
+    /// [`Indexed::warm`]); changes nothing.
+    pub fn warm<K: Indexed>(&self, events: &[Event<K>]) {
+        let objects: Vec<&K> = events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Apply(obj) | Event::Delete(obj) => Some(obj),
+                _ => None,
+            })
+            .collect();
+        K::warm(&objects, self);
+    }
+
     /// Apply one event of a cluster-wide watch. See [`Index::apply_scoped`].
     pub fn apply<K: Indexed>(&mut self, event: Event<K>) -> Result<(), ConvertError> {
         self.apply_scoped(None, event)

@@ -174,17 +174,25 @@ impl FakeApi {
     }
 
     /// Create or replace an object; open watches get the event.
-    pub fn put(&self, mut object: Value) {
-        let resource = resource_of(object["kind"].as_str().unwrap_or_default());
+    pub fn put(&self, object: Value) {
+        self.put_all([object]);
+    }
+
+    /// Create or replace objects at once: open watches get their events together, in order,
+    /// as from a burst of writes.
+    pub fn put_all(&self, objects: impl IntoIterator<Item = Value>) {
         {
             let mut state = self.state.lock().unwrap();
-            state.resource_version += 1;
-            let version = state.resource_version;
-            object["metadata"]["resourceVersion"] = json!(version.to_string());
-            let existed = state.objects.entry(resource).or_default().insert(key(&object), object.clone()).is_some();
-            state.history.push((version, resource, if existed { "MODIFIED" } else { "ADDED" }, object));
-            if let Some(versions) = &mut state.cache_versions {
-                versions.insert(resource, version);
+            for mut object in objects {
+                let resource = resource_of(object["kind"].as_str().unwrap_or_default());
+                state.resource_version += 1;
+                let version = state.resource_version;
+                object["metadata"]["resourceVersion"] = json!(version.to_string());
+                let existed = state.objects.entry(resource).or_default().insert(key(&object), object.clone()).is_some();
+                state.history.push((version, resource, if existed { "MODIFIED" } else { "ADDED" }, object));
+                if let Some(versions) = &mut state.cache_versions {
+                    versions.insert(resource, version);
+                }
             }
         }
         let _ = self.changes.send(());

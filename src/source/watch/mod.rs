@@ -5,15 +5,12 @@
 //! to wait after a failure.
 
 use std::fmt::Debug;
-use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use kube::Client;
-use kube::api::{ListParams, VersionMatch, WatchEvent, WatchParams};
-use kube::runtime::watcher::Event;
+use kube::api::{ListParams, VersionMatch, WatchParams};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 
@@ -23,12 +20,13 @@ use crate::k8s::slim::{SlimNode, SlimPod};
 use crate::shared::{Shared, WatchHealth};
 use crate::source::burst::Burst;
 use crate::source::progress::{Call, End, Failure, Next, Silence, after_call, is_short};
-use crate::source::request::{self, CallError, Compression};
+use crate::source::request::{CallError, Compression};
 use crate::source::retry::{Attempt, Retry};
 use crate::source::stream_list::ListMode;
 use crate::telemetry::Telemetry;
 
 mod apply;
+mod call;
 mod list;
 mod nudge;
 
@@ -302,75 +300,6 @@ impl Watch {
                     };
                     return Stop::Failed { failure, error, retry_after };
                 }
-            }
-        }
-    }
-
-    /// One watch call: apply its events until the server closes it (`Ok`) or it fails.
-    async fn call<K>(&self, endpoint: &Endpoint, scope: Option<&str>, cursor: &mut Cursor<'_>) -> Result<(), CallError>
-    where
-        K: Listed,
-    {
-        let (version, idle) = (&cursor.resource_version, cursor.silence.limit());
-        let events = request::watch::<K>(
-            &self.client,
-            &endpoint.url_path,
-            &endpoint.watch,
-            version,
-            self.config.compression,
-            idle,
-        )
-        .await?;
-        let mut events = pin!(events);
-        // Last heard, and nudges since; one timer for the nudge or the stall, whichever is first.
-        let (mut heard, mut nudges) = (Instant::now(), 0);
-        loop {
-            let (limit, every) = (cursor.silence.limit(), cursor.silence.nudge_every());
-            let (stall_at, nudge_at) = (heard + limit, heard + every * (nudges + 1));
-            let next = tokio::select! {
-                // An event that is there is taken before the timer is armed: arming and
-                // dropping it for each event of a streamed list cost more than the wait.
-                biased;
-                next = events.next() => next,
-                () = tokio::time::sleep_until(stall_at.min(nudge_at).into()) => {
-                    if nudge_at >= stall_at {
-                        return Err(CallError::Stalled(limit));
-                    }
-                    self.nudge::<K>(endpoint, every);
-                    nudges += 1;
-                    continue;
-                }
-            };
-            (heard, nudges) = (Instant::now(), 0);
-            let (event, version) = match next {
-                None => return Ok(()),
-                Some(Err(error)) => return Err(error),
-                // The index never reads a resource version: taken, not copied.
-                Some(Ok(WatchEvent::Added(mut object) | WatchEvent::Modified(mut object))) => {
-                    let version = object.meta_mut().resource_version.take();
-                    (Some(Event::Apply(object)), version)
-                }
-                Some(Ok(WatchEvent::Deleted(mut object))) => {
-                    let version = object.meta_mut().resource_version.take();
-                    (Some(Event::Delete(object)), version)
-                }
-                Some(Ok(WatchEvent::Bookmark(bookmark))) => {
-                    cursor.silence.bookmark(cursor.started.elapsed());
-                    (None, Some(bookmark.metadata.resource_version))
-                }
-                Some(Ok(WatchEvent::Error(status))) => {
-                    return Err(CallError::WatchStatus { code: status.code, message: status.message });
-                }
-            };
-            cursor.progressed = true;
-            if let Some(health) = cursor.proof.take() {
-                health.listed(unix_ms());
-            }
-            if let Some(version) = version.filter(|v| !v.is_empty()) {
-                cursor.resource_version = version;
-            }
-            if let Some(event) = event {
-                self.apply(scope, event);
             }
         }
     }
