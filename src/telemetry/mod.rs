@@ -189,7 +189,7 @@ impl Telemetry {
         );
         registry.register(
             "misschedule_exporter_classification_duration_seconds",
-            "Time to apply one watch event to the index, re-classifying what it touches",
+            "Time to apply one watch event to the index, re-classifying what it touches; events applied together in a batch each count the batch's mean",
             self.apply_duration.clone(),
         );
         registry.register(

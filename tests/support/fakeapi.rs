@@ -37,7 +37,7 @@ pub enum Fault {
     /// Lists get no answer at all, the connection held open; watches get a 410, so that a
     /// relist is needed.
     StallList,
-    /// Watches get an ERROR event with code 410 at once.
+    /// Watches get an ERROR event with code 410 at once, and the response ends.
     Gone,
     /// Watches send a line that is not a watch event of the resource.
     Malformed,
@@ -501,8 +501,9 @@ async fn watch_stream(
         Some(Fault::Gone | Fault::CutList | Fault::StallList) => {
             let line = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                 "message": format!("too old resource version: {since}"), "reason": "Expired", "code": 410}});
-            gzip.chunk(stream, &(line.to_string() + "\n")).await;
-            return false;
+            // Then the response ends cleanly, as kube-apiserver ends a watch after its ERROR.
+            return gzip.chunk(stream, &(line.to_string() + "\n")).await
+                && stream.write_all(b"0\r\n\r\n").await.is_ok();
         }
         Some(Fault::Malformed) => {
             let line = json!({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": kind_of(resource),
