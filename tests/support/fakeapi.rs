@@ -442,6 +442,11 @@ async fn chunk(stream: &mut TcpStream, data: &str) -> bool {
     stream.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes()).await.is_ok()
 }
 
+/// The chunk that ends a response cleanly; the connection can then take another request.
+async fn last_chunk(stream: &mut TcpStream) -> bool {
+    stream.write_all(b"0\r\n\r\n").await.is_ok()
+}
+
 /// A watch answer gzipped or not; gzipped, each piece written is a gzip member of its own.
 #[derive(Clone, Copy)]
 struct Gzip(bool);
@@ -502,8 +507,7 @@ async fn watch_stream(
             let line = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                 "message": format!("too old resource version: {since}"), "reason": "Expired", "code": 410}});
             // Then the response ends cleanly, as kube-apiserver ends a watch after its ERROR.
-            return gzip.chunk(stream, &(line.to_string() + "\n")).await
-                && stream.write_all(b"0\r\n\r\n").await.is_ok();
+            return gzip.chunk(stream, &(line.to_string() + "\n")).await && last_chunk(stream).await;
         }
         Some(Fault::Malformed) => {
             let line = json!({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": kind_of(resource),
@@ -514,7 +518,7 @@ async fn watch_stream(
             return false;
         }
         Some(Fault::EndEarly) => {
-            return stream.write_all(b"0\r\n\r\n").await.is_ok();
+            return last_chunk(stream).await;
         }
         _ => {}
     }
@@ -537,7 +541,7 @@ async fn watch_stream(
             })
         };
         let Some((events, version, cached)) = current else {
-            return stream.write_all(b"0\r\n\r\n").await.is_ok();
+            return last_chunk(stream).await;
         };
         let quiet = events.is_empty();
         for (event_version, line) in events {
@@ -564,7 +568,7 @@ async fn watch_stream(
         tokio::select! {
             _ = changes.recv() => {}
             () = tokio::time::sleep_until(deadline) => {
-                return stream.write_all(b"0\r\n\r\n").await.is_ok();
+                return last_chunk(stream).await;
             }
         }
     }
