@@ -225,10 +225,11 @@ recovery bounds and print the times they measured.
 - The slim wire shapes (\`k8s/slim.rs\`) skip everything classification does not read
   (containers, status but the phase, managedFields, node images) while parsing; lists
   decode several times faster than into k8s-openapi's full types.
-- The JSON parser stays \`serde_json\`. Over one page of 500 full pods, decoded 300 times
-  into the slim shape and into \`IgnoredAny\`, neither SIMD crate, built as a portable binary is,
-  was faster here: sonic-rs 0.5 (no \`target-cpu\`) read the page at about the same speed and
-  skipped it slower; simd-json 0.17 (\`runtime-detection\`) read it at 330 MB/s and built its
-  tape alone at 420 MB/s, against 500–535 and 1,080–1,250 MB/s for \`serde_json\`.
+- The JSON parser stays \`serde_json\`. Over one page of 500 full pods, decoded 300 to 400
+  times into the slim shape and into \`IgnoredAny\` (scratch crates, not kept in the repo),
+  neither SIMD crate, built as a portable binary is, was faster here: sonic-rs 0.5 (no
+  \`target-cpu\`) read the page at about the same speed and skipped it slower; simd-json 0.17
+  (\`runtime-detection\`) read it at 330 MB/s and built its tape alone at 420 MB/s, against
+  500–535 and 1,080–1,250 MB/s for \`serde_json\`.
 EOD
 echo "wrote docs/benchmarks.md"
