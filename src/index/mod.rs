@@ -9,6 +9,7 @@
 //! misscheduled nodes, so their cost does not grow with the cluster.
 
 mod adoption;
+mod chunks;
 mod claimed;
 pub mod coverage;
 mod daemonset;

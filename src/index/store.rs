@@ -1,7 +1,8 @@
 //! A reflector-style store of one resource's compact objects.
 
 use super::Stored;
-use super::keyed::{self, Keyed};
+use super::chunks::Chunks;
+use super::keyed::Keyed;
 use crate::model::FastSet;
 
 /// Which watch stream an event came from: a namespace, or `None` for a
@@ -59,32 +60,18 @@ impl<T: Stored> Store<T> {
 /// is applied, while the store fills.
 #[derive(Debug)]
 pub(super) struct Listed<T> {
-    chunks: Vec<Vec<T>>,
+    chunks: Chunks<T>,
 }
 
 impl<T> Default for Listed<T> {
     fn default() -> Self {
-        Self { chunks: Vec::new() }
+        Self { chunks: Chunks::default() }
     }
 }
 
-/// Objects in a chunk: as many as in a chunk of the store's slots (of the same size, as
-/// an object and an optional one are), so that the allocator hands the memory of each chunk
-/// the relist lets go of to the next chunk of slots it fills.
-const LISTED_CHUNK: usize = keyed::CHUNK;
-
 impl<T> Listed<T> {
     pub(super) fn push(&mut self, obj: T) {
-        match self.chunks.last_mut() {
-            Some(last) if last.len() < LISTED_CHUNK => last.push(obj),
-            _ => {
-                // The first chunk grows as a vector does: a relist of three DaemonSets (one per
-                // watched namespace, with --namespace) takes no whole chunk.
-                let mut chunk = Vec::with_capacity(if self.chunks.is_empty() { 0 } else { LISTED_CHUNK });
-                chunk.push(obj);
-                self.chunks.push(chunk);
-            }
-        }
+        self.chunks.push(obj);
     }
 
     pub(super) fn clear(&mut self) {
@@ -92,19 +79,19 @@ impl<T> Listed<T> {
     }
 
     pub(super) fn len(&self) -> usize {
-        self.chunks.iter().map(Vec::len).sum()
+        self.chunks.len()
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = &T> {
-        self.chunks.iter().flatten()
+        self.chunks.iter()
     }
 }
 
 impl<T> IntoIterator for Listed<T> {
     type Item = T;
-    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<T>>>;
+    type IntoIter = <Chunks<T> as IntoIterator>::IntoIter;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.chunks.into_iter().flatten()
+        self.chunks.into_iter()
     }
 }

@@ -6,6 +6,12 @@
 //! incrementally). A background thread runs the purge on a timer instead, and each completed
 //! list purges at once (`purge`): the faster a list is read, the more of its garbage the timer
 //! would still hold when the watcher reports the cache synced.
+//!
+//! The index's largest arrays take huge pages of their own (`HugePages`).
+
+mod huge_pages;
+
+pub use huge_pages::{HUGE_PAGE, HugePages};
 
 /// Every binary and bench linking this library gets the same allocator and settings.
 #[global_allocator]
@@ -24,6 +30,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// rate, against 0.80–0.81×), but khugepaged then refilled the pages the purges had given
 /// back: an idle exporter at 5,000 nodes went from 44 to 52 MiB within 30 s, above its own
 /// sync peak, where it stays at 35 MiB without (`benches/end_to_end.rs` held idle, 2026-11-28).
+/// `HugePages` takes that gain where it is, without the refill.
 #[used]
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
