@@ -21,7 +21,7 @@ use crate::model::{
     Placement, Pod, PodLife, REVISION_HASH_LABEL, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Uid,
 };
 use crate::rules::admission;
-use crate::rules::eligibility::{NODE_NAME_FIELD, label_requirement_is_valid};
+use crate::rules::eligibility::label_requirement_is_valid;
 use crate::rules::reason::NFD_FEATURE_PREFIX;
 
 /// NFD lists the labels it manages here; unprefixed names live under `feature.node.kubernetes.io/`.
@@ -65,7 +65,7 @@ fn seconds(time: &Time) -> i64 {
 pub fn node(node: &SlimNode, interner: &mut Interner) -> Result<Node, ConvertError> {
     let meta = &node.metadata;
     let name = interner.str(required("Node", meta, "metadata.name", meta.name.as_ref())?);
-    let labels = interner.labels(meta.labels.iter().flatten());
+    let labels = interner.labels(meta.labels.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str())));
     let taints = node
         .taints()
         .iter()
@@ -206,9 +206,9 @@ pub fn pod(pod: &SlimPod, interner: &mut Interner) -> Result<Pod, ConvertError> 
     let meta = &pod.metadata;
     let name = required("Pod", meta, "metadata.name", meta.name.as_ref())?;
     let namespace = required("Pod", meta, "metadata.namespace", meta.namespace.as_ref())?;
-    let controller_uid = controller(meta.owner_references.as_deref()).map(|o| o.uid.as_str());
+    let controller_uid = pod.controller_uid.as_deref();
     let uid = Uid::parse(required("Pod", meta, "metadata.uid", meta.uid.as_ref())?);
-    let labels = interner.labels(meta.labels.iter().flatten());
+    let labels = interner.labels(pod.labels.iter());
     let spec = pod.spec.as_ref();
     // The controller rewrites a daemon pod's required affinity; the original lives in its revision.
     let own_placement = interner.own_placement(spec);
@@ -246,10 +246,9 @@ pub fn pod_unchanged(decoded: &SlimPod, cached: &Pod) -> bool {
 pub fn pod_unchanged_but_uid(decoded: &SlimPod, cached: &Pod) -> bool {
     let meta = &decoded.metadata;
     let spec = decoded.spec.as_ref();
-    let owner = controller(meta.owner_references.as_deref());
-    owner.map(|o| o.uid.as_str()) == cached.controller_uid().map(|uid| &**uid)
+    decoded.controller_uid.as_deref() == cached.controller_uid().map(|uid| &**uid)
         // The revision hash is one of the labels.
-        && same_pairs(meta.labels.iter().flatten(), cached.labels().iter())
+        && same_items(decoded.labels.iter(), cached.labels().iter().map(|(k, v)| (&**k, &**v)), same_pair)
         && same_target_node(spec, cached)
         && is_own_placement(cached.own_placement(), spec)
         && deletion(meta) == cached.deletion()
@@ -287,23 +286,10 @@ fn is_bound(spec: &PodPlacement) -> bool {
 /// `GetTargetNodeName`: `spec.nodeName`, else the first `matchFields metadata.name In`
 /// requirement of the required affinity, which must have exactly one value.
 pub fn target_node_name(spec: &PodPlacement) -> Option<&str> {
-    if let Some(name) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-        return Some(name);
-    }
-    let field = spec
-        .required_match_fields()
-        .find(|f| f.key.as_deref() == Some(NODE_NAME_FIELD) && f.operator.as_deref() == Some("In"))?;
-    match field.values.as_deref() {
-        Some([only]) => Some(only),
-        _ => None,
-    }
+    spec.node_name.as_deref().filter(|n| !n.is_empty()).or(spec.affinity_target.0.as_deref())
 }
 
 /// `metav1.GetControllerOf`: the first ownerReference marked as controller, of any kind.
-fn controller(owners: Option<&[OwnerReference]>) -> Option<&OwnerReference> {
-    owners?.iter().find(|o| o.controller == Some(true))
-}
-
 fn controller_of_kind<'a>(owners: Option<&'a [OwnerReference]>, kind: &str) -> Option<&'a OwnerReference> {
     owners?.iter().find(|o| o.controller == Some(true) && o.kind == kind && o.api_version.starts_with("apps/"))
 }

@@ -20,7 +20,7 @@ pub struct HealthRead {
 /// that does not come.
 pub fn read_health(status: Option<&PodStatus>) -> HealthRead {
     let Some(status) = status else { return HealthRead { health: PodHealth::Pending, since: None, detail: None } };
-    let condition = |kind| status.conditions.iter().find(|c| c.kind == kind);
+    let condition = |kind| status.conditions.get(kind);
     let (ready, scheduled) = (condition(ConditionKind::Ready), condition(ConditionKind::PodScheduled));
     let at = |c: Option<&PodCondition>| c.and_then(|c| c.last_transition);
     if ready.is_some_and(|c| c.true_) {

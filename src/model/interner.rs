@@ -124,10 +124,10 @@ impl Interner {
     /// The shared label set equal to `pairs`, which come sorted by key (from a map).
     pub fn labels<'a, I>(&mut self, pairs: I) -> Labels
     where
-        I: IntoIterator<Item = (&'a String, &'a String)>,
+        I: IntoIterator<Item = (&'a str, &'a str)>,
         I::IntoIter: Clone,
     {
-        let pairs = pairs.into_iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let pairs = pairs.into_iter();
         let hash = hash_pairs(&self.hasher, pairs.clone());
         let same = |set: &Labels| same_items(set.iter().map(|(k, v)| (&**k, &**v)), pairs.clone(), same_pair);
         if let Some(existing) = self.label_sets.find(hash, same) {

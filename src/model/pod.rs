@@ -322,7 +322,7 @@ mod tests {
         #[test]
         fn a_pod_round_trips_through_its_compact_form(a in life(), b in life()) {
             let mut interner = Interner::default();
-            let labels = interner.labels(std::iter::empty::<(&String, &String)>());
+            let labels = interner.labels(std::iter::empty::<(&str, &str)>());
             let id = interner.pod_id("ns", "agent-x7k2p", Some("ds-uid"), labels, Arc::default());
             let pod = |life: &PodLife| Pod::new(Uid::parse("u"), id.clone(), None, life.clone());
             let (pa, pb) = (pod(&a), pod(&b));

@@ -46,7 +46,7 @@ impl NodeSelector {
 
     /// [`Self::matches`] on an object's `metadata.labels`.
     pub fn matches_map(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
-        self.matches(&Interner::default().labels(labels.into_iter().flatten()))
+        self.matches(&Interner::default().labels(labels.into_iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()))))
     }
 }
 
@@ -112,7 +112,7 @@ mod tests {
 
     fn labels(pairs: &[(&str, &str)]) -> crate::model::Labels {
         let owned: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Interner::default().labels(owned.iter().map(|(k, v)| (k, v)))
+        Interner::default().labels(owned.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
     #[test]

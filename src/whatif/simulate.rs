@@ -104,7 +104,7 @@ fn check(index: &Index, manifest: &mut DaemonSet, seen: &[ObjectRef]) -> Result<
     let converted = convert::daemonset(manifest, &mut interner)?;
     let template_labels =
         manifest.spec.as_ref().and_then(|s| s.template.metadata.as_ref()).and_then(|m| m.labels.as_ref());
-    let labels = interner.labels(template_labels.into_iter().flatten());
+    let labels = interner.labels(template_labels.into_iter().flatten().map(|(k, v)| (k.as_str(), v.as_str())));
     if !converted.is_synced_by_controller() || !selector_matches(&converted.selector, &labels) {
         return Err(WhatIfError::Manifest(format!(
             "{what}: spec.selector is missing, invalid or does not match spec.template.metadata.labels; the API server would refuse it"

@@ -8,24 +8,28 @@
 //!
 //! They are ordinary `kube::Resource`s: the watcher and the snapshot reader
 //! decode straight into them. `meta` reads the metadata both share; `pod` and `node`
-//! the rest of each, `status` what a pod's status says of it being available.
+//! the rest of each, `status` what a pod's status says of it being available. A pod is
+//! decoded on every status update, so its parts are read into forms that cost few
+//! allocations: its labels into one buffer (`labels`), its affinity into the one node it
+//! names (`affinity`), its conditions into the two availability reads.
 
 use std::fmt;
 
 use serde::Deserializer;
 use serde::de::{self, Visitor};
 
+mod affinity;
+mod labels;
 mod meta;
 mod node;
 mod pod;
 mod status;
 
+pub use self::affinity::AffinityTarget;
+pub use self::labels::FlatLabels;
 pub use self::node::{NodeTaintsSpec, SlimNode};
-pub use self::pod::{
-    PodAffinity, PodFieldRequirement, PodNodeAffinity, PodNodeSelector, PodNodeSelectorTerm, PodPlacement,
-    PodToleration, SlimPod,
-};
-pub use self::status::{ConditionKind, ContainerStatus, PodCondition, PodStatus, is_terminal_phase};
+pub use self::pod::{PodPlacement, PodToleration, SlimPod};
+pub use self::status::{ConditionKind, Conditions, ContainerStatus, PodCondition, PodStatus, is_terminal_phase};
 
 /// Pods and Nodes are core `v1`: an `apiVersion` that says otherwise (a number, an object,
 /// another version) is a malformed object, not one to read as if it were right. Absent is

@@ -5,35 +5,58 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Affinity, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use serde::{Deserialize, Deserializer};
 
-use super::meta::slim_meta;
+use super::affinity::AffinityTarget;
+use super::labels::FlatLabels;
+use super::meta::{ControllerUid, slim_pod_meta};
 use super::parsed_str;
 use super::status::PodStatus;
 use crate::model::{PlacementSpec, TaintEffect, TolerationOperator, TolerationParts};
-use crate::rules::eligibility::{DEFAULT_TOLERATIONS, NODE_NAME_FIELD};
+use crate::rules::eligibility::DEFAULT_TOLERATIONS;
 
 /// A daemon pod: metadata plus the placement part of its spec.
 #[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
 #[resource(inherit = Pod)]
+#[serde(from = "WirePod")]
 pub struct SlimPod {
-    /// Read only to be checked (`super::core_v1`).
-    #[serde(rename = "apiVersion", deserialize_with = "super::core_v1", default)]
-    pub api_version: (),
-    #[serde(deserialize_with = "slim_meta", default)]
+    /// Name, namespace, UID, resource version and timestamps. The pod's labels and owner
+    /// references are read into `labels` and `controller_uid` instead: they are never here.
     pub metadata: ObjectMeta,
-    #[serde(default)]
+    pub labels: FlatLabels,
+    /// The UID of the owner reference marked controller (`GetControllerOf`).
+    pub controller_uid: Option<String>,
     pub spec: Option<PodPlacement>,
-    #[serde(default)]
     pub status: Option<PodStatus>,
 }
 
 impl SlimPod {
     pub fn is_terminal(&self) -> bool {
         self.status.as_ref().is_some_and(|s| s.terminal)
+    }
+}
+
+/// A pod as it is sent, its metadata split where `SlimPod` keeps the parts.
+#[derive(Deserialize)]
+struct WirePod {
+    /// Read only to be checked (`super::core_v1`).
+    #[serde(rename = "apiVersion", deserialize_with = "super::core_v1", default)]
+    _api_version: (),
+    #[serde(deserialize_with = "slim_pod_meta", default)]
+    metadata: (ObjectMeta, FlatLabels, ControllerUid),
+    #[serde(default)]
+    spec: Option<PodPlacement>,
+    #[serde(default)]
+    status: Option<PodStatus>,
+}
+
+impl From<WirePod> for SlimPod {
+    fn from(wire: WirePod) -> Self {
+        let (metadata, labels, ControllerUid(controller_uid)) = wire.metadata;
+        Self { metadata, labels, controller_uid, spec: wire.spec, status: wire.status }
     }
 }
 
@@ -45,7 +68,9 @@ impl SlimPod {
 pub struct PodPlacement {
     pub node_name: Option<String>,
     pub node_selector: Option<BTreeMap<String, String>>,
-    pub affinity: Option<PodAffinity>,
+    /// Of the affinity, the node its required terms name (`AffinityTarget`).
+    #[serde(rename = "affinity", default)]
+    pub affinity_target: AffinityTarget,
     pub tolerations: Option<Vec<PodToleration>>,
     pub host_network: Option<bool>,
 }
@@ -62,64 +87,12 @@ pub struct PodToleration {
     pub effect: Option<TaintEffect>,
 }
 
-/// Of a pod's affinity only the required node terms' `matchFields` matter: the
-/// controller names the target node there (`GetTargetNodeName`). A daemon pod's
-/// other constraints are read from its DaemonSet revision, not from the pod.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PodAffinity {
-    pub node_affinity: Option<PodNodeAffinity>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct PodNodeAffinity {
-    #[serde(rename = "requiredDuringSchedulingIgnoredDuringExecution")]
-    pub required: Option<PodNodeSelector>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PodNodeSelector {
-    /// Null reads as none, as Go's decoder reads it.
-    pub node_selector_terms: Option<Vec<PodNodeSelectorTerm>>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PodNodeSelectorTerm {
-    pub match_fields: Option<Vec<PodFieldRequirement>>,
-}
-
-/// A `matchFields` requirement; the controller writes `metadata.name In [node]`.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-pub struct PodFieldRequirement {
-    #[serde(default, deserialize_with = "common_str")]
-    pub key: Option<Cow<'static, str>>,
-    #[serde(default, deserialize_with = "common_str")]
-    pub operator: Option<Cow<'static, str>>,
-    pub values: Option<Vec<String>>,
-}
-
-/// Strings every daemon pod repeats: the keys of the tolerations the DaemonSet
-/// controller adds, and its `matchFields` term. Read as static strings, they cost
-/// no allocation per pod.
-fn common_strings() -> impl Iterator<Item = &'static str> {
-    DEFAULT_TOLERATIONS.iter().map(|(key, _, _)| *key).chain([NODE_NAME_FIELD, "In"])
-}
-
+/// Keys every daemon pod repeats: those of the tolerations the DaemonSet controller adds.
+/// Read as static strings, they cost no allocation per pod.
 fn common(s: &str) -> Cow<'static, str> {
-    match common_strings().find(|c| *c == s) {
+    match DEFAULT_TOLERATIONS.iter().map(|(key, _, _)| *key).find(|c| *c == s) {
         Some(c) => Cow::Borrowed(c),
         None => Cow::Owned(s.to_owned()),
-    }
-}
-
-impl PodPlacement {
-    /// The required node terms' `matchFields`, in order.
-    pub fn required_match_fields(&self) -> impl Iterator<Item = &PodFieldRequirement> {
-        let terms = self.affinity.as_ref().and_then(|a| a.node_affinity.as_ref()).and_then(|n| n.required.as_ref());
-        let terms = terms.into_iter().flat_map(|r| r.node_selector_terms.iter().flatten());
-        terms.flat_map(|t| t.match_fields.iter().flatten())
     }
 }
 
@@ -179,43 +152,18 @@ impl From<Pod> for SlimPod {
                     })
                     .collect()
             }),
-            affinity: s.affinity.map(PodAffinity::from),
+            affinity_target: s.affinity.as_ref().map(AffinityTarget::from).unwrap_or_default(),
             node_name: s.node_name,
             node_selector: s.node_selector,
             host_network: s.host_network,
         });
         // The wire shape, read as the exporter reads it.
         let status = pod.status.and_then(|s| serde_json::to_value(s).ok()).and_then(|s| serde_json::from_value(s).ok());
-        Self { api_version: (), metadata: pod.metadata, spec, status }
-    }
-}
-
-impl From<Affinity> for PodAffinity {
-    fn from(affinity: Affinity) -> Self {
-        let required = affinity.node_affinity.and_then(|n| n.required_during_scheduling_ignored_during_execution);
-        Self {
-            node_affinity: Some(PodNodeAffinity {
-                required: required.map(|r| PodNodeSelector {
-                    node_selector_terms: Some(
-                        r.node_selector_terms
-                            .into_iter()
-                            .map(|t| PodNodeSelectorTerm {
-                                match_fields: t.match_fields.map(|fields| {
-                                    fields
-                                        .into_iter()
-                                        .map(|f| PodFieldRequirement {
-                                            key: Some(Cow::Owned(f.key)),
-                                            operator: Some(Cow::Owned(f.operator)),
-                                            values: f.values,
-                                        })
-                                        .collect()
-                                }),
-                            })
-                            .collect(),
-                    ),
-                }),
-            }),
-        }
+        let mut metadata = pod.metadata;
+        let labels = metadata.labels.take().as_ref().map(FlatLabels::from).unwrap_or_default();
+        let owners = metadata.owner_references.take().unwrap_or_default();
+        let controller_uid = owners.into_iter().find(|o| o.controller == Some(true)).map(|o| o.uid);
+        Self { metadata, labels, controller_uid, spec, status }
     }
 }
 
@@ -223,7 +171,10 @@ impl From<Affinity> for PodAffinity {
 mod tests {
     use std::sync::Arc;
 
+    use serde_json::json;
+
     use super::*;
+    use crate::k8s::slim::ConditionKind;
     use crate::model::interner::Interner;
     use crate::model::{Placement, Str, Toleration};
 
@@ -256,5 +207,58 @@ mod tests {
         assert!(!Arc::ptr_eq(&built, &other));
         assert!(other.host_network);
         assert!(Arc::ptr_eq(&other, &interner.own_placement(Some(&spec))));
+    }
+
+    /// What the watcher decodes from a pod's JSON is what a full pod converts to: labels,
+    /// controller, the affinity's target and the two conditions availability reads.
+    #[test]
+    fn a_decoded_pod_is_the_converted_one() {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "agent-x", "namespace": "ns", "uid": "u1", "resourceVersion": "7",
+                "labels": {"tier": "node", "app": "agent", "controller-revision-hash": "5d8f"},
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "not-it"},
+                    {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "ds-1", "controller": true}]},
+            "spec": {"containers": [{"name": "c"}], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Initialized", "status": "True"},
+                {"type": "Ready", "status": "False", "reason": "ContainersNotReady"},
+                {"type": "Ready", "status": "True"},
+                {"type": "PodScheduled", "status": "True"}]}
+        });
+        let decoded: SlimPod = serde_json::from_value(pod.clone()).unwrap();
+        let converted = SlimPod::from(serde_json::from_value::<Pod>(pod).unwrap());
+        for slim in [&decoded, &converted] {
+            let labels: Vec<_> = slim.labels.iter().collect();
+            assert_eq!(labels, [("app", "agent"), ("controller-revision-hash", "5d8f"), ("tier", "node")]);
+            assert_eq!(slim.controller_uid.as_deref(), Some("ds-1"));
+            assert_eq!(slim.metadata.labels, None, "labels live in one place");
+            assert_eq!(slim.metadata.owner_references, None, "so does the controller");
+            let spec = slim.spec.as_ref().unwrap();
+            assert_eq!(spec.affinity_target.0.as_deref(), Some("n1"));
+            let conditions = &slim.status.as_ref().unwrap().conditions;
+            let ready = conditions.get(ConditionKind::Ready).unwrap();
+            assert!(!ready.true_, "the first Ready condition counts, as `find` reads it");
+            assert_eq!(ready.reason.as_deref(), Some("ContainersNotReady"));
+            assert!(conditions.get(ConditionKind::PodScheduled).unwrap().true_);
+            assert_eq!(conditions.get(ConditionKind::Other), None);
+        }
+        assert_eq!(decoded.metadata.name.as_deref(), Some("agent-x"));
+        assert_eq!(decoded.metadata.resource_version.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn a_pod_without_labels_owners_or_conditions_reads_as_none() {
+        let pod: SlimPod =
+            serde_json::from_value(json!({"metadata": {"name": "p", "labels": null, "ownerReferences": null},
+                "status": {"conditions": null}}))
+            .unwrap();
+        assert!(pod.labels.is_empty());
+        assert_eq!(pod.controller_uid, None);
+        assert_eq!(pod.status.unwrap().conditions.get(ConditionKind::Ready), None);
+        let error = serde_json::from_value::<SlimPod>(json!({"metadata": {"labels": ["a"]}})).unwrap_err();
+        assert!(error.to_string().contains("map of label keys"), "{error}");
     }
 }

@@ -20,11 +20,61 @@ pub struct PodStatus {
     #[serde(default, rename = "phase", deserialize_with = "terminal_phase")]
     pub terminal: bool,
     #[serde(default, deserialize_with = "nullable")]
-    pub conditions: Vec<PodCondition>,
+    pub conditions: Conditions,
     #[serde(default, deserialize_with = "nullable")]
     pub init_container_statuses: Vec<ContainerStatus>,
     #[serde(default, deserialize_with = "nullable")]
     pub container_statuses: Vec<ContainerStatus>,
+}
+
+/// Of a pod's conditions, the first Ready and the first PodScheduled, the two availability
+/// is read from (`read_health`); no list is built for the others.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Conditions {
+    ready: Option<PodCondition>,
+    scheduled: Option<PodCondition>,
+}
+
+impl Conditions {
+    /// The first condition of `kind`; `None` for `Other`, which is not kept.
+    pub fn get(&self, kind: ConditionKind) -> Option<&PodCondition> {
+        match kind {
+            ConditionKind::Ready => self.ready.as_ref(),
+            ConditionKind::PodScheduled => self.scheduled.as_ref(),
+            ConditionKind::Other => None,
+        }
+    }
+}
+
+impl FromIterator<PodCondition> for Conditions {
+    fn from_iter<I: IntoIterator<Item = PodCondition>>(conditions: I) -> Self {
+        let mut kept = Self::default();
+        for condition in conditions {
+            let slot = match condition.kind {
+                ConditionKind::Ready => &mut kept.ready,
+                ConditionKind::PodScheduled => &mut kept.scheduled,
+                ConditionKind::Other => continue,
+            };
+            slot.get_or_insert(condition);
+        }
+        kept
+    }
+}
+
+impl<'de> Deserialize<'de> for Conditions {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Elements;
+        impl<'de> Visitor<'de> for Elements {
+            type Value = Conditions;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of pod conditions")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Conditions, A::Error> {
+                std::iter::from_fn(|| seq.next_element::<PodCondition>().transpose()).collect()
+            }
+        }
+        deserializer.deserialize_seq(Elements)
+    }
 }
 
 /// A pod condition. Of the others (Initialized, ContainersReady, …) only the kind is kept;

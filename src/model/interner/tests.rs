@@ -11,9 +11,8 @@ fn equal_values_share_one_allocation() {
     let thin = interner.thin_str("node-a");
     assert!(Arc::ptr_eq(&thin, &a), "a thin string points at the shared one");
     assert!(std::ptr::eq(&**thin, &**interner.thin_str("node-a")));
-    let (k, v) = ("app".to_string(), "agent".to_string());
-    let l1 = interner.labels([(&k, &v)]);
-    let l2 = interner.labels([(&k, &v)]);
+    let l1 = interner.labels([("app", "agent")]);
+    let l2 = interner.labels([("app", "agent")]);
     assert!(Arc::ptr_eq(&l1, &l2));
     let keys = interner.keys(["zone", "app"].into_iter());
     assert!(Arc::ptr_eq(&keys, &interner.keys(["zone", "app"].into_iter())));
@@ -26,7 +25,10 @@ fn label_sets_share_the_pairs_they_have_in_common() {
     let mut interner = Interner::default();
     let pairs = |host: &str| [("kubernetes.io/hostname".to_owned(), host.to_owned()), ("zone".into(), "z1".into())];
     let (a, b) = (pairs("a"), pairs("b"));
-    let (on_a, on_b) = (interner.labels(a.iter().map(|(k, v)| (k, v))), interner.labels(b.iter().map(|(k, v)| (k, v))));
+    let (on_a, on_b) = (
+        interner.labels(a.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        interner.labels(b.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+    );
     let zone = |set: &LabelSet| set.iter().find(|(k, _)| &***k == "zone").map(|(k, _)| k as *const Str);
     assert_eq!(zone(&on_a), zone(&on_b), "one zone=z1 pair, in both sets");
     assert_eq!(on_a.get("kubernetes.io/hostname").map(|h| &**h), Some("a"));
@@ -52,7 +54,7 @@ fn a_pod_scope_is_shared_and_lets_go_of_its_parts_when_dropped() {
     let mut interner = Interner::default();
     let (app, x, y) = ("app".to_owned(), "x".to_owned(), "y".to_owned());
     let id = |interner: &mut Interner, name: &str, value: &String| {
-        let labels = interner.labels([(&app, value)]);
+        let labels = interner.labels([(app.as_str(), value.as_str())]);
         let placement = interner.placement(Placement::default());
         interner.pod_id("ns", name, Some("ds"), labels, placement)
     };
