@@ -8,10 +8,10 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use k8s_openapi::api::core::v1::Affinity;
-use serde::de::{self, SeqAccess, Visitor};
+use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use super::parsed_str;
+use super::{NullAsDefault, parsed_str};
 use crate::rules::eligibility::NODE_NAME_FIELD;
 
 /// `GetTargetNodeName`'s fallback: the value of the first `metadata.name In` requirement of
@@ -145,15 +145,6 @@ impl<'de> Deserialize<'de> for OneValue {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a list of strings")
             }
-            fn visit_none<E: de::Error>(self) -> Result<OneValue, E> {
-                Ok(OneValue(None))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<OneValue, E> {
-                Ok(OneValue(None))
-            }
-            fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<OneValue, D::Error> {
-                deserializer.deserialize_seq(self)
-            }
             // No list is built: the one value is kept, any others only checked.
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<OneValue, A::Error> {
                 let first = seq.next_element::<String>()?;
@@ -164,7 +155,7 @@ impl<'de> Deserialize<'de> for OneValue {
                 Ok(OneValue(first.filter(|_| !more)))
             }
         }
-        deserializer.deserialize_option(Values)
+        deserializer.deserialize_option(NullAsDefault(Values))
     }
 }
 

@@ -10,6 +10,8 @@ use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use smallvec::SmallVec;
 
+use super::NullAsDefault;
+
 /// Labels in key order, each key once, as a `BTreeMap` would hold them.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct FlatLabels {
@@ -85,7 +87,7 @@ impl fmt::Debug for FlatLabels {
 /// Null reads as no labels, as Go's decoder reads it.
 impl<'de> Deserialize<'de> for FlatLabels {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_option(LabelsVisitor)
+        deserializer.deserialize_option(NullAsDefault(LabelsVisitor))
     }
 }
 
@@ -96,18 +98,6 @@ impl<'de> Visitor<'de> for LabelsVisitor {
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a map of label keys to values")
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<FlatLabels, E> {
-        Ok(FlatLabels::default())
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<FlatLabels, E> {
-        Ok(FlatLabels::default())
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<FlatLabels, D::Error> {
-        deserializer.deserialize_map(self)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FlatLabels, A::Error> {

@@ -55,17 +55,34 @@ fn parsed_str<'de, D: Deserializer<'de>, T: Default>(deserializer: D, parse: fn(
         fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
             Ok((self.0)(v))
         }
-        fn visit_none<E: de::Error>(self) -> Result<T, E> {
-            Ok(T::default())
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<T, E> {
-            Ok(T::default())
-        }
-        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
-            deserializer.deserialize_str(self)
-        }
     }
-    deserializer.deserialize_option(Parsed(parse))
+    deserializer.deserialize_option(NullAsDefault(Parsed(parse)))
+}
+
+/// Wraps a visitor so that null reads as its value's default, as Go's decoder reads a
+/// null map, list or string; anything else goes to the wrapped visitor. Pass it to
+/// `deserialize_option`.
+struct NullAsDefault<V>(V);
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for NullAsDefault<V>
+where
+    V::Value: Default,
+{
+    type Value = V::Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        self.0.expecting(f)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
+        Ok(V::Value::default())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        Ok(V::Value::default())
+    }
+    // JSON says what it holds, so the wrapped visitor gets whatever is there; a kind it
+    // does not take is its usual "invalid type" error.
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<V::Value, D::Error> {
+        deserializer.deserialize_any(self.0)
+    }
 }
 
 #[cfg(test)]
@@ -85,5 +102,14 @@ mod tests {
         }
         let node = serde_json::from_str::<SlimNode>(r#"{"apiVersion":7,"metadata":{"name":"n"}}"#);
         assert!(node.unwrap_err().to_string().starts_with("invalid type: integer `7`"));
+    }
+
+    #[test]
+    fn null_reads_as_the_default_and_a_wrong_kind_as_the_wrapped_visitors_error() {
+        let read = |json: &str| parsed_str(&mut serde_json::Deserializer::from_str(json), str::len);
+        assert_eq!(read("null").unwrap(), 0);
+        assert_eq!(read(r#""four""#).unwrap(), 4);
+        let error = read("[1]").unwrap_err().to_string();
+        assert!(error.starts_with("invalid type: sequence, expected a string"), "{error}");
     }
 }
