@@ -22,12 +22,7 @@ use crate::model::{
 };
 use crate::rules::admission;
 use crate::rules::eligibility::label_requirement_is_valid;
-use crate::rules::reason::NFD_FEATURE_PREFIX;
-
-/// NFD lists the labels it manages here; unprefixed names live under `feature.node.kubernetes.io/`.
-pub const NFD_FEATURE_LABELS_ANNOTATION: &str = "nfd.node.kubernetes.io/feature-labels";
-/// NFD lists the taints it manages here, as `key=value:effect`.
-pub const NFD_TAINTS_ANNOTATION: &str = "nfd.node.kubernetes.io/taints";
+use crate::rules::reason::{NFD_FEATURE_LABELS_ANNOTATION, NFD_FEATURE_PREFIX, NFD_TAINTS_ANNOTATION};
 
 /// An object that cannot be read into the model. It names the object and the problem.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -72,7 +72,7 @@ impl Entry {
         }
         let mut fields = Map::new();
         if !labels.is_empty() {
-            let labels = labels.into_iter().map(|k| (format!("f:{k}"), Value::Object(Map::new()))).collect();
+            let labels = labels.into_iter().map(|k| (k, Value::Object(Map::new()))).collect();
             fields.insert(
                 "f:metadata".into(),
                 Value::Object(Map::from_iter([("f:labels".into(), Value::Object(labels))])),
@@ -98,6 +98,7 @@ impl Entry {
 /// `fieldsV1`, read down to `f:metadata.f:labels` keys and `f:spec.f:taints`.
 #[derive(Default)]
 struct Owned {
+    /// The label fields as written, `f:` prefix and all: `into_pruned` writes them back.
     labels: Vec<String>,
     taints: bool,
 }
@@ -133,7 +134,7 @@ impl<'de> Deserialize<'de> for Owned {
     }
 }
 
-/// The keys of a `f:labels` object, without their `f:` prefix; `.` (the map itself) dropped.
+/// The keys of a `f:labels` object that name a label (`f:…`); `.` (the map itself) dropped.
 struct Keys(Vec<String>);
 
 impl<'de> Deserialize<'de> for Keys {
@@ -146,10 +147,9 @@ impl<'de> Deserialize<'de> for Keys {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
                 let mut keys = Vec::new();
-                while let Some(mut key) = map.next_key::<String>()? {
+                while let Some(key) = map.next_key::<String>()? {
                     map.next_value::<IgnoredAny>()?;
                     if key.starts_with("f:") {
-                        key.drain(..2);
                         keys.push(key);
                     }
                 }
@@ -214,7 +214,7 @@ impl<'de, P: Pick> Deserialize<'de> for Sub<P> {
 }
 
 /// A map key read as its position in a list of names (or `None`), without allocating.
-struct OneOf(&'static [&'static str]);
+pub(crate) struct OneOf(pub &'static [&'static str]);
 
 impl<'de> DeserializeSeed<'de> for OneOf {
     type Value = Option<usize>;

@@ -122,6 +122,10 @@ impl DrainTaints {
 
 /// The prefix NFD gives feature labels; its annotation lists them without it.
 pub const NFD_FEATURE_PREFIX: &str = "feature.node.kubernetes.io/";
+/// NFD lists the labels it manages here; unprefixed names live under `feature.node.kubernetes.io/`.
+pub const NFD_FEATURE_LABELS_ANNOTATION: &str = "nfd.node.kubernetes.io/feature-labels";
+/// NFD lists the taints it manages here, as `key=value:effect`.
+pub const NFD_TAINTS_ANNOTATION: &str = "nfd.node.kubernetes.io/taints";
 const NFD_PREFIXES: [&str; 2] = [NFD_FEATURE_PREFIX, "profile.node.kubernetes.io/"];
 const NFD_SUBDOMAIN_SUFFIX: &str = ".feature.node.kubernetes.io";
 

@@ -1,6 +1,7 @@
 //! The metadata fields the exporter reads, for pods and nodes alike, with the kind-specific
 //! ones (annotations, managedFields) skipped where nothing reads them. A pod's labels and
-//! owner references are read into their own compact forms (`slim_pod_meta`).
+//! owner references are read into their own compact forms (`slim_pod_meta`); of a node's
+//! annotations only the ones something reads are kept (`NodeAnnotations`).
 
 use std::collections::BTreeMap;
 
@@ -8,8 +9,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectM
 use serde::de::{self, IgnoredAny};
 use serde::{Deserialize, Deserializer};
 
+use super::NullAsDefault;
 use super::labels::FlatLabels;
-use crate::k8s::managed_fields::label_and_taint_owners;
+use crate::k8s::managed_fields::{OneOf, label_and_taint_owners};
+use crate::rules::admission::BYPASS_ANNOTATION;
+use crate::rules::reason::{NFD_FEATURE_LABELS_ANNOTATION, NFD_TAINTS_ANNOTATION};
 
 /// The metadata fields the exporter (and the watcher, for resourceVersion) uses.
 /// Labels (`L`) and owner references (`O`) are read one way for pods, another for nodes;
@@ -68,9 +72,47 @@ impl<T> Kept<T> for IgnoredAny {
     }
 }
 
-impl Kept<BTreeMap<String, String>> for Option<BTreeMap<String, String>> {
+/// The node annotations anything reads: NFD's lists of the labels and taints it manages
+/// (`convert::node`) and the guard's bypass (`admission::bypass`). A node's other
+/// annotations (CSI node IDs, CNI addresses, tools' bookkeeping) are skipped unallocated:
+/// every heartbeat carries them.
+const NODE_ANNOTATIONS_READ: &[&str] = &[NFD_FEATURE_LABELS_ANNOTATION, NFD_TAINTS_ANNOTATION, BYPASS_ANNOTATION];
+
+/// A node's annotations, down to [`NODE_ANNOTATIONS_READ`]; present (if empty) when the
+/// node has any, as a full decode would read it.
+#[derive(Default)]
+struct NodeAnnotations(Option<BTreeMap<String, String>>);
+
+impl<'de> Deserialize<'de> for NodeAnnotations {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Read;
+        impl<'de> de::Visitor<'de> for Read {
+            type Value = NodeAnnotations;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of annotations")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<NodeAnnotations, A::Error> {
+                let mut read = BTreeMap::new();
+                while let Some(key) = map.next_key_seed(OneOf(NODE_ANNOTATIONS_READ))? {
+                    match key {
+                        Some(at) => {
+                            read.insert(NODE_ANNOTATIONS_READ[at].to_owned(), map.next_value()?);
+                        }
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(NodeAnnotations(Some(read)))
+            }
+        }
+        deserializer.deserialize_option(NullAsDefault(Read))
+    }
+}
+
+impl Kept<BTreeMap<String, String>> for NodeAnnotations {
     fn kept(self) -> Option<BTreeMap<String, String>> {
-        self
+        self.0
     }
 }
 
@@ -129,12 +171,37 @@ pub(super) fn slim_pod_meta<'de, D: Deserializer<'de>>(
 }
 
 pub(super) fn slim_node_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
-    type NodeMeta = SlimMeta<
-        Option<BTreeMap<String, String>>,
-        ControllerReferences,
-        Option<BTreeMap<String, String>>,
-        LabelAndTaintOwners,
-    >;
+    type NodeMeta =
+        SlimMeta<Option<BTreeMap<String, String>>, ControllerReferences, NodeAnnotations, LabelAndTaintOwners>;
     let (meta, labels, owners) = NodeMeta::deserialize(deserializer)?.split();
     Ok(ObjectMeta { labels, owner_references: owners.0, ..meta })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::SlimNode;
+    use super::*;
+
+    fn annotations(json: &str) -> Result<Option<BTreeMap<String, String>>, serde_json::Error> {
+        let node = format!(r#"{{"metadata": {{"name": "n", "annotations": {json}}}}}"#);
+        Ok(serde_json::from_str::<SlimNode>(&node)?.metadata.annotations)
+    }
+
+    #[test]
+    fn a_node_keeps_only_the_annotations_something_reads() {
+        let json = format!(
+            r#"{{"csi.volume.kubernetes.io/nodeid": "{{\"ebs.csi.aws.com\":\"i-0abc\"}}", "{NFD_FEATURE_LABELS_ANNOTATION}": "cpu-model.vendor_id",
+                "node.alpha.kubernetes.io/ttl": "0", "{BYPASS_ANNOTATION}": "INC-7 drain", "other": {{"odd": [1]}}}}"#
+        );
+        let kept = annotations(&json).unwrap().unwrap();
+        let expected = [(NFD_FEATURE_LABELS_ANNOTATION, "cpu-model.vendor_id"), (BYPASS_ANNOTATION, "INC-7 drain")];
+        assert_eq!(kept, expected.map(|(k, v)| (k.to_owned(), v.to_owned())).into());
+        // Present but empty stays present, as a full decode has it; null reads as absent.
+        assert_eq!(annotations(r#"{"x": "y"}"#).unwrap(), Some(BTreeMap::new()));
+        assert_eq!(annotations("null").unwrap(), None);
+        // A read annotation that is not a string is the error a full decode gives.
+        let error = annotations(&format!(r#"{{"{NFD_TAINTS_ANNOTATION}": 3}}"#)).unwrap_err().to_string();
+        assert!(error.starts_with("invalid type: integer `3`, expected a string"), "{error}");
+        assert!(annotations("[]").is_err());
+    }
 }
