@@ -372,6 +372,6 @@ fn kubectl_syntax_and_checks() {
     assert_eq!(removal.taints().len(), 1, "every effect of k goes");
     let (relabelled, warnings) =
         LabelEdit::parse(&args(&["zone=b", "gone-"])).unwrap().apply(&n1, true, LABEL_MANAGER, NOW).unwrap();
-    assert_eq!(relabelled.metadata.labels.unwrap()["zone"], "b");
+    assert_eq!(relabelled.labels.get("zone"), Some("b"));
     assert_eq!(warnings, ["node n1: label \"gone\" not found."]);
 }

@@ -60,7 +60,7 @@ fn seconds(time: &Time) -> i64 {
 pub fn node(node: &SlimNode, interner: &mut Interner) -> Result<Node, ConvertError> {
     let meta = &node.metadata;
     let name = interner.str(required("Node", meta, "metadata.name", meta.name.as_ref())?);
-    let labels = interner.labels(meta.labels.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str())));
+    let labels = interner.labels(node.labels.iter());
     let taints = node
         .taints()
         .iter()
@@ -97,7 +97,7 @@ fn field_owners(meta: &ObjectMeta) -> impl Iterator<Item = OwnedFields<'_>> {
 pub fn node_unchanged(decoded: &SlimNode, cached: &Node) -> bool {
     let meta = &decoded.metadata;
     meta.name.as_deref() == Some(&*cached.name)
-        && same_pairs(meta.labels.iter().flatten(), cached.labels.iter())
+        && same_pairs(decoded.labels.iter(), cached.labels.iter())
         && same_items(
             decoded.taints().iter().map(taint_parts),
             cached.taints.iter(),
@@ -243,7 +243,7 @@ pub fn pod_unchanged_but_uid(decoded: &SlimPod, cached: &Pod) -> bool {
     let spec = decoded.spec.as_ref();
     decoded.controller_uid.as_deref() == cached.controller_uid().map(|uid| &**uid)
         // The revision hash is one of the labels.
-        && same_items(decoded.labels.iter(), cached.labels().iter().map(|(k, v)| (&**k, &**v)), same_pair)
+        && same_pairs(decoded.labels.iter(), cached.labels().iter())
         && same_target_node(spec, cached)
         && is_own_placement(cached.own_placement(), spec)
         && deletion(meta) == cached.deletion()
@@ -260,10 +260,10 @@ fn same_target_node(spec: Option<&PodPlacement>, cached: &Pod) -> bool {
 }
 
 fn same_pairs<'a>(
-    decoded: impl Iterator<Item = (&'a String, &'a String)>,
+    decoded: impl Iterator<Item = (&'a str, &'a str)>,
     cached: impl Iterator<Item = (&'a crate::model::Str, &'a crate::model::Str)>,
 ) -> bool {
-    same_items(decoded.map(|(k, v)| (k.as_str(), v.as_str())), cached.map(|(k, v)| (&**k, &**v)), same_pair)
+    same_items(decoded, cached.map(|(k, v)| (&**k, &**v)), same_pair)
 }
 
 fn deletion(meta: &ObjectMeta) -> Option<Deletion> {

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
 use serde_json::{Map, Value, json};
 
-use crate::k8s::slim::{NodeTaintsSpec, SlimNode};
+use crate::k8s::slim::{FlatLabels, NodeTaintsSpec, SlimNode};
 use crate::model::Timestamp;
 use crate::rules::validation::{is_label_value, is_qualified_name};
 
@@ -118,7 +118,8 @@ impl LabelEdit {
         now: Timestamp,
     ) -> Result<(SlimNode, Vec<String>), EditError> {
         let name = node.metadata.name.as_deref().unwrap_or_default();
-        let mut labels = node.metadata.labels.clone().unwrap_or_default();
+        let mut labels: BTreeMap<String, String> =
+            node.labels.iter().map(|(key, value)| (key.to_owned(), value.to_owned())).collect();
         if !overwrite {
             let taken: Vec<String> = self
                 .set
@@ -140,7 +141,7 @@ impl LabelEdit {
         }
         labels.extend(self.set.clone());
         let mut edited = node.clone();
-        edited.metadata.labels = Some(labels);
+        edited.labels = FlatLabels::from(&labels);
         if !self.set.is_empty() {
             let owned: Vec<String> = self.set.keys().map(|k| format!("f:{k}")).collect();
             take_ownership(&mut edited, manager, now, |fields| {

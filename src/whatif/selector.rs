@@ -2,8 +2,6 @@
 //! `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>1`, `k<1`, joined
 //! by commas. A live answer leaves `-l` to the API server; a snapshot has none. Pure.
 
-use std::collections::BTreeMap;
-
 use crate::model::interner::Interner;
 use crate::model::{LabelSet, Requirement, SelectorOperator, Str};
 use crate::rules::eligibility::{label_requirement_is_valid, label_requirement_matches};
@@ -44,9 +42,13 @@ impl NodeSelector {
         self.0.iter().all(|r| label_requirement_matches(r, labels))
     }
 
-    /// [`Self::matches`] on an object's `metadata.labels`.
-    pub fn matches_map(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
-        self.matches(&Interner::default().labels(labels.into_iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()))))
+    /// [`Self::matches`] on an object's labels, given as (key, value) pairs.
+    pub fn matches_pairs<'a, I>(&self, labels: I) -> bool
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+        I::IntoIter: Clone,
+    {
+        self.matches(&Interner::default().labels(labels))
     }
 }
 

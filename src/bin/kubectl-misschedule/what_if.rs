@@ -137,7 +137,7 @@ async fn nodes_change(cli: &Cli, change: &NodeChange, label: bool) -> Result<Ans
                 snapshot
                     .nodes
                     .iter()
-                    .filter(|(_, n)| selector.as_ref().is_none_or(|s| s.matches_map(n.metadata.labels.as_ref())))
+                    .filter(|(_, n)| selector.as_ref().is_none_or(|s| s.matches_pairs(n.labels.iter())))
                     .map(|(_, n)| n.clone()),
             );
         }

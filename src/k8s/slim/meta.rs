@@ -1,7 +1,8 @@
 //! The metadata fields the exporter reads, for pods and nodes alike, with the kind-specific
-//! ones (annotations, managedFields) skipped where nothing reads them. A pod's labels and
-//! owner references are read into their own compact forms (`slim_pod_meta`); of a node's
-//! annotations only the ones something reads are kept (`NodeAnnotations`).
+//! ones (annotations, managedFields) skipped where nothing reads them. Labels are read into
+//! one buffer (`FlatLabels`) for both kinds, and a pod's owner references into its
+//! controller's UID (`slim_pod_meta`); of a node's annotations only the ones something
+//! reads are kept (`NodeAnnotations`).
 
 use std::collections::BTreeMap;
 
@@ -170,11 +171,11 @@ pub(super) fn slim_pod_meta<'de, D: Deserializer<'de>>(
     Ok(SlimMeta::<FlatLabels, ControllerUid, IgnoredAny, IgnoredAny>::deserialize(deserializer)?.split())
 }
 
-pub(super) fn slim_node_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
-    type NodeMeta =
-        SlimMeta<Option<BTreeMap<String, String>>, ControllerReferences, NodeAnnotations, LabelAndTaintOwners>;
+/// A node's metadata: what `ObjectMeta` holds of it, and its labels.
+pub(super) fn slim_node_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<(ObjectMeta, FlatLabels), D::Error> {
+    type NodeMeta = SlimMeta<FlatLabels, ControllerReferences, NodeAnnotations, LabelAndTaintOwners>;
     let (meta, labels, owners) = NodeMeta::deserialize(deserializer)?.split();
-    Ok(ObjectMeta { labels, owner_references: owners.0, ..meta })
+    Ok((ObjectMeta { owner_references: owners.0, ..meta }, labels))
 }
 
 #[cfg(test)]
