@@ -509,14 +509,16 @@ proptest! {
     }
 }
 
-/// A node drawn from a small vocabulary (see `daemon_pod_json`), NFD annotations included.
+/// A node drawn from a small vocabulary (see `daemon_pod_json`), NFD annotations and
+/// the managedFields entries that own labels and taints included.
 fn node_json() -> impl Strategy<Value = serde_json::Value> {
     (
         (0..3usize, 0..4usize),
         proptest::collection::vec((0..3usize, 0..2usize, 0..4usize, 0..3usize), 0..3),
         (0..6usize, 0..4usize, 0..2usize),
+        proptest::collection::vec((0..3usize, 0..2usize, 0..4usize, 0..2usize, 0..3usize), 0..3),
     )
-        .prop_map(|((name, labels), taints, (nfd_labels, nfd_taints, heartbeat))| {
+        .prop_map(|((name, labels), taints, (nfd_labels, nfd_taints, heartbeat), entries)| {
             let name = [json!(null), json!("n1"), json!("n2")][name].clone();
             let labels = [json!(null), json!({"pool": "a"}), json!({"pool": "b"}), json!({"pool": "a", "feature.node.kubernetes.io/x": "true"})][labels].clone();
             let taints: Vec<serde_json::Value> = taints
@@ -537,9 +539,30 @@ fn node_json() -> impl Strategy<Value = serde_json::Value> {
             if let Some(v) = [None, Some("nfd/t=1:NoSchedule"), Some("nfd/t:NoExecute, other"), Some("")][nfd_taints] {
                 annotations.insert("nfd.node.kubernetes.io/taints".into(), json!(v));
             }
+            let managed_fields: Vec<serde_json::Value> = entries
+                .into_iter()
+                .map(|(manager, time, labels, taints, subresource)| {
+                    let mut fields = serde_json::Map::new();
+                    let labels = [json!(null), json!({"f:pool": {}}), json!({".": {}, "f:pool": {}, "f:zone": {}}), json!({"f:zone": {}})][labels].clone();
+                    if !labels.is_null() {
+                        fields.insert("f:metadata".into(), json!({"f:labels": labels}));
+                    }
+                    if taints == 1 {
+                        fields.insert("f:spec".into(), json!({"f:taints": {}}));
+                    }
+                    json!({
+                        "manager": (["kubelet", "nfd-master", "kubectl-taint"][manager]),
+                        "operation": "Update",
+                        "subresource": ([json!(null), json!(""), json!("status")][subresource].clone()),
+                        "time": (["2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"][time]),
+                        "fieldsType": "FieldsV1",
+                        "fieldsV1": fields,
+                    })
+                })
+                .collect();
             json!({
                 "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": labels, "annotations": annotations},
+                "metadata": {"name": name, "labels": labels, "annotations": annotations, "managedFields": managed_fields},
                 "spec": {"taints": taints},
                 "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": (["2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"][heartbeat])}]}
             })
@@ -575,8 +598,14 @@ proptest! {
 }
 
 /// Every field `node_json` sets.
-const NODE_FIELDS: [&str; 5] =
-    ["/metadata/name", "/metadata/labels", "/metadata/annotations", "/spec/taints", "/status/conditions"];
+const NODE_FIELDS: [&str; 6] = [
+    "/metadata/name",
+    "/metadata/labels",
+    "/metadata/annotations",
+    "/metadata/managedFields",
+    "/spec/taints",
+    "/status/conditions",
+];
 
 /// Every field `daemon_pod_json` sets.
 const FIELDS: [&str; 16] = [

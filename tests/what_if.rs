@@ -365,13 +365,26 @@ fn kubectl_syntax_and_checks() {
         .map(|t| format!("{}={}:{}", t.key, t.value.as_deref().unwrap_or(""), t.effect))
         .collect();
     assert_eq!(taints, ["k=w:NoExecute", "new=:NoSchedule", "old=x:NoSchedule"]);
-    let owners: Vec<_> =
-        edited.metadata.managed_fields.iter().flatten().map(|e| (e.manager.clone(), e.operation.clone())).collect();
-    assert_eq!(owners, [(Some(TAINT_MANAGER.into()), Some("Update".into()))]);
+    let owners: Vec<_> = edited.owners.iter().map(|o| (o.manager.as_str(), o.update, o.taints)).collect();
+    assert_eq!(owners, [(TAINT_MANAGER, true, true)]);
     let removal = TaintEdit::parse(&args(&["k-"])).unwrap().apply(&n1, false, TAINT_MANAGER, NOW).unwrap();
     assert_eq!(removal.taints().len(), 1, "every effect of k goes");
     let (relabelled, warnings) =
         LabelEdit::parse(&args(&["zone=b", "gone-"])).unwrap().apply(&n1, true, LABEL_MANAGER, NOW).unwrap();
     assert_eq!(relabelled.labels.get("zone"), Some("b"));
     assert_eq!(warnings, ["node n1: label \"gone\" not found."]);
+
+    // A label's new writer owns it and its old ones no longer do; an entry left owning
+    // nothing is no owner.
+    let mut owned = node("n1", &[("pool", "p"), ("zone", "a")], &[]);
+    owned.metadata.managed_fields = serde_json::from_value(json!([
+        {"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:metadata": {"f:labels": {"f:pool": {}, "f:zone": {}}}}},
+        {"manager": "nfd-master", "operation": "Update", "fieldsV1": {"f:metadata": {"f:labels": {"f:zone": {}}}}}
+    ]))
+    .unwrap();
+    let edit = LabelEdit::parse(&args(&["zone=b"])).unwrap();
+    let (relabelled, _) = edit.apply(&owned.into(), true, LABEL_MANAGER, NOW).unwrap();
+    let owners: Vec<_> =
+        relabelled.owners.iter().map(|o| (o.manager.as_str(), o.labels.iter().collect::<Vec<_>>(), o.time)).collect();
+    assert_eq!(owners, [("kubelet", vec!["pool"], 0), (LABEL_MANAGER, vec!["zone"], NOW)]);
 }

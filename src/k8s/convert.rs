@@ -11,7 +11,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{self as meta, ObjectMeta, O
 use serde::Deserialize as _;
 
 use crate::k8s::health::{offset_from, read_health, same_health};
-use crate::k8s::managed_fields::{OwnedFields, owned_fields};
 use crate::k8s::slim::{PodPlacement, SlimNode, SlimPod};
 use crate::model::PlacementSpec;
 use crate::model::interner::{Interner, is_own_placement, same_items};
@@ -77,18 +76,13 @@ pub fn node(node: &SlimNode, interner: &mut Interner) -> Result<Node, ConvertErr
         .collect();
     let nfd_label_keys = interner.keys(qualified.iter().map(String::as_str));
     let nfd_taint_keys = interner.keys(nfd_taints(meta).map(nfd_taint_key));
-    let owners = field_owners(meta)
-        .map(|o| FieldOwner {
-            owns: interner.owned_fields(o.manager, o.labels.iter().copied(), o.taints),
-            time: o.time,
-        })
+    let owners = node
+        .owners
+        .iter()
+        .map(|o| FieldOwner { owns: interner.owned_fields(&o.manager, o.labels.iter(), o.taints), time: o.time })
         .collect();
     let managers = NodeManagers::new(owners);
     Ok(Node { name, labels, taints, nfd_label_keys, nfd_taint_keys, managers })
-}
-
-fn field_owners(meta: &ObjectMeta) -> impl Iterator<Item = OwnedFields<'_>> {
-    meta.managed_fields.iter().flatten().filter_map(owned_fields)
 }
 
 /// Whether `node(decoded)` would equal `cached`, answered without allocating or
@@ -109,11 +103,11 @@ pub fn node_unchanged(decoded: &SlimNode, cached: &Node) -> bool {
             key.strip_prefix(nfd_label_prefix(name)) == Some(name)
         })
         && nfd_taints(meta).map(nfd_taint_key).eq(cached.nfd_taint_keys.iter().map(|k| &**k))
-        && same_items(field_owners(meta), cached.managers.owners.iter(), |decoded, cached| {
-            decoded.manager == &*cached.owns.manager
+        && same_items(decoded.owners.iter(), cached.managers.owners.iter(), |decoded, cached| {
+            decoded.manager == *cached.owns.manager
                 && decoded.time == cached.time
                 && decoded.taints == cached.owns.taints
-                && decoded.labels.iter().copied().eq(cached.owns.labels.iter().map(|k| &**k))
+                && decoded.labels.iter().eq(cached.owns.labels.iter().map(|k| &**k))
         })
 }
 

@@ -3,5 +3,4 @@
 
 pub mod convert;
 pub mod health;
-pub mod managed_fields;
 pub mod slim;

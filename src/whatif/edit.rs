@@ -5,10 +5,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Taint;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
-use serde_json::{Map, Value, json};
 
-use crate::k8s::slim::{FlatLabels, NodeTaintsSpec, SlimNode};
+use crate::k8s::slim::{FlatLabels, LabelAndTaintOwner, NodeTaintsSpec, SlimNode};
 use crate::model::Timestamp;
 use crate::rules::validation::{is_label_value, is_qualified_name};
 
@@ -143,18 +141,9 @@ impl LabelEdit {
         let mut edited = node.clone();
         edited.labels = FlatLabels::from(&labels);
         if !self.set.is_empty() {
-            let owned: Vec<String> = self.set.keys().map(|k| format!("f:{k}")).collect();
-            take_ownership(&mut edited, manager, now, |fields| {
-                let labels = path(fields, &["f:metadata", "f:labels"]);
-                for key in &owned {
-                    labels.insert(key.clone(), json!({}));
-                }
-            });
-            disown(&mut edited, manager, |fields| {
-                if let Some(labels) = fields.pointer_mut("/f:metadata/f:labels").and_then(Value::as_object_mut) {
-                    labels.retain(|key, _| !owned.contains(key));
-                }
-            });
+            let set: Vec<&str> = self.set.keys().map(String::as_str).collect();
+            take_ownership(&mut edited, manager, now, |owner| owner.labels = owner.labels.edited(&set, |_| false));
+            disown(&mut edited, manager, |owner| owner.labels = owner.labels.edited(&[], |key| set.contains(&key)));
         }
         Ok((edited, warnings))
     }
@@ -248,14 +237,8 @@ impl TaintEdit {
         let mut edited = node.clone();
         edited.spec = Some(NodeTaintsSpec { taints: Some(taints) });
         // The taint list is atomic: whoever writes it owns all of it.
-        take_ownership(&mut edited, manager, now, |fields| {
-            path(fields, &["f:spec"]).insert("f:taints".into(), json!({}));
-        });
-        disown(&mut edited, manager, |fields| {
-            if let Some(spec) = fields.get_mut("f:spec").and_then(Value::as_object_mut) {
-                spec.remove("f:taints");
-            }
-        });
+        take_ownership(&mut edited, manager, now, |owner| owner.taints = true);
+        disown(&mut edited, manager, |owner| owner.taints = false);
         Ok(edited)
     }
 }
@@ -293,57 +276,28 @@ fn show(taint: &Taint) -> String {
     }
 }
 
-/// The object at `keys` under `fields`, made if missing.
-fn path<'a>(fields: &'a mut Map<String, Value>, keys: &[&str]) -> &'a mut Map<String, Value> {
-    let mut at = fields;
-    for key in keys {
-        let next = at.entry(key.to_string()).or_insert_with(|| json!({}));
-        if !next.is_object() {
-            *next = json!({});
-        }
-        at = next.as_object_mut().expect("made an object above");
-    }
-    at
-}
-
-/// `manager`'s Update entry, stamped `now`, with `own` added to its fields: the API
+/// `manager`'s Update entry, stamped `now`, with `own` added to what it owns: the API
 /// server records an update this way.
-fn take_ownership(node: &mut SlimNode, manager: &str, now: Timestamp, own: impl FnOnce(&mut Map<String, Value>)) {
-    let entries = node.metadata.managed_fields.get_or_insert_with(Vec::new);
-    let index = match entries.iter().position(|e| is_update_by(e, manager)) {
+fn take_ownership(node: &mut SlimNode, manager: &str, now: Timestamp, own: impl FnOnce(&mut LabelAndTaintOwner)) {
+    let index = match node.owners.iter().position(|o| o.is_update_by(manager)) {
         Some(index) => index,
         None => {
-            entries.push(ManagedFieldsEntry {
-                manager: Some(manager.into()),
-                operation: Some("Update".into()),
-                api_version: Some("v1".into()),
-                fields_type: Some("FieldsV1".into()),
-                ..ManagedFieldsEntry::default()
+            node.owners.push(LabelAndTaintOwner {
+                manager: manager.into(),
+                update: true,
+                ..LabelAndTaintOwner::default()
             });
-            entries.len() - 1
+            node.owners.len() - 1
         }
     };
-    let entry = &mut entries[index];
-    entry.time = jiff::Timestamp::from_second(now).ok().map(Time);
-    let mut fields = match entry.fields_v1.take() {
-        Some(FieldsV1(Value::Object(fields))) => fields,
-        _ => Map::new(),
-    };
-    own(&mut fields);
-    entry.fields_v1 = Some(FieldsV1(Value::Object(fields)));
+    let owner = &mut node.owners[index];
+    owner.time = now;
+    own(owner);
 }
 
-/// An update takes the fields it changes from every other manager.
-fn disown(node: &mut SlimNode, manager: &str, drop: impl Fn(&mut Value)) {
-    for entry in node.metadata.managed_fields.iter_mut().flatten().filter(|e| !is_update_by(e, manager)) {
-        if let Some(FieldsV1(fields)) = entry.fields_v1.as_mut() {
-            drop(fields);
-        }
-    }
-}
-
-fn is_update_by(entry: &ManagedFieldsEntry, manager: &str) -> bool {
-    entry.manager.as_deref() == Some(manager)
-        && entry.operation.as_deref() == Some("Update")
-        && entry.subresource.as_deref().unwrap_or_default().is_empty()
+/// An update takes the fields it changes from every other manager; an entry left owning
+/// neither labels nor taints no longer counts as an owner.
+fn disown(node: &mut SlimNode, manager: &str, drop: impl Fn(&mut LabelAndTaintOwner)) {
+    node.owners.iter_mut().filter(|o| !o.is_update_by(manager)).for_each(drop);
+    node.owners.retain(LabelAndTaintOwner::owns_any);
 }

@@ -6,13 +6,15 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::de::{self, IgnoredAny};
 use serde::{Deserialize, Deserializer};
 
 use super::NullAsDefault;
+use super::OneOf;
+use super::field_owners::LabelAndTaintOwner;
 use super::labels::FlatLabels;
-use crate::k8s::managed_fields::{OneOf, label_and_taint_owners};
+use super::managed_fields::label_and_taint_owners;
 use crate::rules::admission::BYPASS_ANNOTATION;
 use crate::rules::reason::{NFD_FEATURE_LABELS_ANNOTATION, NFD_TAINTS_ANNOTATION};
 
@@ -23,7 +25,7 @@ use crate::rules::reason::{NFD_FEATURE_LABELS_ANNOTATION, NFD_TAINTS_ANNOTATION}
 #[serde(
     rename_all = "camelCase",
     bound = "L: Default + de::DeserializeOwned, O: Default + de::DeserializeOwned, \
-             A: Kept<BTreeMap<String, String>>, M: Kept<Vec<ManagedFieldsEntry>>"
+             A: Kept<BTreeMap<String, String>>, M: Default + de::DeserializeOwned"
 )]
 struct SlimMeta<L, O, A, M> {
     name: Option<String>,
@@ -43,9 +45,10 @@ struct SlimMeta<L, O, A, M> {
     managed_fields: M,
 }
 
-impl<L, O, A: Kept<BTreeMap<String, String>>, M: Kept<Vec<ManagedFieldsEntry>>> SlimMeta<L, O, A, M> {
-    /// The metadata, and the labels and owners where `ObjectMeta` has no room for their form.
-    fn split(self) -> (ObjectMeta, L, O) {
+impl<L, O, A: Kept<BTreeMap<String, String>>, M> SlimMeta<L, O, A, M> {
+    /// The metadata, and the labels, owner references and field owners where `ObjectMeta`
+    /// has no room for their form.
+    fn split(self) -> (ObjectMeta, L, O, M) {
         let meta = ObjectMeta {
             name: self.name,
             namespace: self.namespace,
@@ -55,14 +58,14 @@ impl<L, O, A: Kept<BTreeMap<String, String>>, M: Kept<Vec<ManagedFieldsEntry>>> 
             creation_timestamp: self.creation_timestamp,
             deletion_timestamp: self.deletion_timestamp,
             deletion_grace_period_seconds: self.deletion_grace_period_seconds,
-            managed_fields: self.managed_fields.kept(),
             ..ObjectMeta::default()
         };
-        (meta, self.labels, self.owner_references)
+        (meta, self.labels, self.owner_references, self.managed_fields)
     }
 }
 
-/// A metadata field that one kind reads (into `T`) and the other skips (`IgnoredAny`).
+/// A metadata field that one kind reads (into `T`) and the other skips (`IgnoredAny`),
+/// kept in `ObjectMeta`.
 trait Kept<T>: Default + de::DeserializeOwned {
     fn kept(self) -> Option<T>;
 }
@@ -120,13 +123,7 @@ impl Kept<BTreeMap<String, String>> for NodeAnnotations {
 /// A node's label and taint owners (`managed_fields`).
 #[derive(Default, Deserialize)]
 #[serde(transparent)]
-struct LabelAndTaintOwners(#[serde(deserialize_with = "label_and_taint_owners")] Option<Vec<ManagedFieldsEntry>>);
-
-impl Kept<Vec<ManagedFieldsEntry>> for LabelAndTaintOwners {
-    fn kept(self) -> Option<Vec<ManagedFieldsEntry>> {
-        self.0
-    }
-}
+struct LabelAndTaintOwners(#[serde(deserialize_with = "label_and_taint_owners")] Vec<LabelAndTaintOwner>);
 
 /// An owner reference as the exporter reads it; the rest (kind, name…) is never
 /// allocated.
@@ -168,14 +165,18 @@ impl<'de> Deserialize<'de> for ControllerUid {
 pub(super) fn slim_pod_meta<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<(ObjectMeta, FlatLabels, ControllerUid), D::Error> {
-    Ok(SlimMeta::<FlatLabels, ControllerUid, IgnoredAny, IgnoredAny>::deserialize(deserializer)?.split())
+    let (meta, labels, controller, _) =
+        SlimMeta::<FlatLabels, ControllerUid, IgnoredAny, IgnoredAny>::deserialize(deserializer)?.split();
+    Ok((meta, labels, controller))
 }
 
-/// A node's metadata: what `ObjectMeta` holds of it, and its labels.
-pub(super) fn slim_node_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<(ObjectMeta, FlatLabels), D::Error> {
+/// A node's metadata: what `ObjectMeta` holds of it, its labels and who owns them and its taints.
+pub(super) fn slim_node_meta<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<(ObjectMeta, FlatLabels, Vec<LabelAndTaintOwner>), D::Error> {
     type NodeMeta = SlimMeta<FlatLabels, ControllerReferences, NodeAnnotations, LabelAndTaintOwners>;
-    let (meta, labels, owners) = NodeMeta::deserialize(deserializer)?.split();
-    Ok((ObjectMeta { owner_references: owners.0, ..meta }, labels))
+    let (meta, labels, references, field_owners) = NodeMeta::deserialize(deserializer)?.split();
+    Ok((ObjectMeta { owner_references: references.0, ..meta }, labels, field_owners.0))
 }
 
 #[cfg(test)]

@@ -11,21 +11,26 @@
 //! the rest of each, `status` what a pod's status says of it being available. A pod is
 //! decoded on every status update, so its parts are read into forms that cost few
 //! allocations: its labels into one buffer (`labels`), its affinity into the one node it
-//! names (`affinity`), its conditions into the two availability reads.
+//! names (`affinity`), its conditions into the two availability reads. A node, decoded on
+//! every heartbeat, likewise: its labels into one buffer, and its managedFields into who
+//! owns which of them and its taints (`field_owners`, `managed_fields`).
 
 use std::fmt;
 
 use serde::Deserializer;
-use serde::de::{self, Visitor};
+use serde::de::{self, DeserializeSeed, Visitor};
 
 mod affinity;
+mod field_owners;
 mod labels;
+mod managed_fields;
 mod meta;
 mod node;
 mod pod;
 mod status;
 
 pub use self::affinity::AffinityTarget;
+pub use self::field_owners::{LabelAndTaintOwner, LabelKeys, owner_of};
 pub use self::labels::FlatLabels;
 pub use self::node::{NodeTaintsSpec, SlimNode};
 pub use self::pod::{PodPlacement, PodToleration, SlimPod};
@@ -82,6 +87,26 @@ where
     // does not take is its usual "invalid type" error.
     fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<V::Value, D::Error> {
         deserializer.deserialize_any(self.0)
+    }
+}
+
+/// A map key read as its position in a list of names (or `None`), without allocating.
+struct OneOf(&'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for OneOf {
+    type Value = Option<usize>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<usize>, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OneOf {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<usize>, E> {
+        Ok(self.0.iter().position(|name| *name == v))
     }
 }
 

@@ -1,24 +1,27 @@
-//! A node as the exporter reads it: metadata (with who owns its labels and taints), its
-//! labels and its taints.
+//! A node as the exporter reads it: metadata, its labels, who owns them and its taints,
+//! and its taints.
 
 use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
+use super::field_owners::{LabelAndTaintOwner, owner_of};
 use super::labels::FlatLabels;
 use super::meta::slim_node_meta;
 
-/// A node: metadata (with who owns its labels and taints), its labels and its taints.
+/// A node: metadata, its labels, who owns them and its taints, and its taints.
 #[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
 #[resource(inherit = Node)]
 #[serde(from = "WireNode")]
 pub struct SlimNode {
-    /// Name, resource version, the annotations something reads and the managedFields
-    /// entries that own labels or taints. The labels are read into `labels`: never here.
+    /// Name, resource version and the annotations something reads. The labels and
+    /// managedFields are read into `labels` and `owners`: never here.
     pub metadata: ObjectMeta,
     /// A real node carries about thirty labels; as a map they cost about thirty
     /// allocations on every heartbeat, to build and to free. This costs two.
     pub labels: FlatLabels,
+    /// The managedFields entries that own labels or the taints, each down to that.
+    pub owners: Vec<LabelAndTaintOwner>,
     pub spec: Option<NodeTaintsSpec>,
 }
 
@@ -29,15 +32,15 @@ struct WireNode {
     #[serde(rename = "apiVersion", deserialize_with = "super::core_v1", default)]
     _api_version: (),
     #[serde(deserialize_with = "slim_node_meta", default)]
-    metadata: (ObjectMeta, FlatLabels),
+    metadata: (ObjectMeta, FlatLabels, Vec<LabelAndTaintOwner>),
     #[serde(default)]
     spec: Option<NodeTaintsSpec>,
 }
 
 impl From<WireNode> for SlimNode {
     fn from(wire: WireNode) -> Self {
-        let (metadata, labels) = wire.metadata;
-        Self { metadata, labels, spec: wire.spec }
+        let (metadata, labels, owners) = wire.metadata;
+        Self { metadata, labels, owners, spec: wire.spec }
     }
 }
 
@@ -57,7 +60,8 @@ impl From<Node> for SlimNode {
     fn from(node: Node) -> Self {
         let mut metadata = node.metadata;
         let labels = metadata.labels.take().as_ref().map(FlatLabels::from).unwrap_or_default();
-        Self { metadata, labels, spec: node.spec.map(|s| NodeTaintsSpec { taints: s.taints }) }
+        let owners = metadata.managed_fields.take().iter().flatten().filter_map(owner_of).collect();
+        Self { metadata, labels, owners, spec: node.spec.map(|s| NodeTaintsSpec { taints: s.taints }) }
     }
 }
 
