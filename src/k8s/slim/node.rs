@@ -1,5 +1,5 @@
-//! A node as the exporter reads it: metadata, its labels, who owns them and its taints,
-//! and its taints.
+//! A node as the exporter reads it: metadata, labels, taints, and which field manager owns
+//! each label and the taint list.
 
 use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -9,7 +9,7 @@ use super::field_owners::{LabelAndTaintOwner, owner_of};
 use super::labels::FlatLabels;
 use super::meta::slim_node_meta;
 
-/// A node: metadata, its labels, who owns them and its taints, and its taints.
+/// A node: metadata, labels, taints, and who owns the labels and the taint list.
 #[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
 #[resource(inherit = Node)]
 #[serde(from = "WireNode")]
