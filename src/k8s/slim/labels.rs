@@ -6,28 +6,21 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
+use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
-use smallvec::SmallVec;
 
-use super::NullAsDefault;
+use super::str_list::StrList;
+use super::{NullAsDefault, WithStr};
 
-/// Labels in key order, each key once, as a `BTreeMap` would hold them.
+/// Labels in key order, each key once, as a `BTreeMap` would hold them: keys and values
+/// in turn in one `StrList`, whose twelve inline ends hold a daemon pod's six pairs.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct FlatLabels {
-    text: String,
-    /// Where each pair's key and value end in `text`; the pair starts where the one before ends.
-    ends: SmallVec<[(u32, u32); 6]>,
-}
+pub struct FlatLabels(StrList<12>);
 
 impl FlatLabels {
     /// The pairs, in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + Clone {
-        let starts = std::iter::once(0).chain(self.ends.iter().map(|&(_, value_end)| value_end));
-        starts.zip(&self.ends).map(|(start, &(key_end, value_end))| {
-            let (start, key_end, value_end) = (start as usize, key_end as usize, value_end as usize);
-            (&self.text[start..key_end], &self.text[key_end..value_end])
-        })
+        self.0.pairs()
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
@@ -35,19 +28,7 @@ impl FlatLabels {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// Appends a pair, `false` when the buffer would pass `u32::MAX` bytes.
-    fn push(&mut self, key: &str, value: &str) -> bool {
-        let key_end = self.text.len() + key.len();
-        let (Ok(key_end), Ok(value_end)) = (u32::try_from(key_end), u32::try_from(key_end + value.len())) else {
-            return false;
-        };
-        self.text.push_str(key);
-        self.text.push_str(value);
-        self.ends.push((key_end, value_end));
-        true
+        self.0.is_empty()
     }
 
     /// The API server writes labels in key order, each key once; anything else (a hand-written
@@ -61,14 +42,14 @@ impl FlatLabels {
 impl<'a> FromIterator<(&'a str, &'a str)> for FlatLabels {
     /// Pairs given in key order, each key once (a map's iteration).
     fn from_iter<I: IntoIterator<Item = (&'a str, &'a str)>>(pairs: I) -> Self {
-        let mut labels = Self::default();
+        let mut labels = StrList::default();
         for (key, value) in pairs {
             // Past 4 GiB of labels: not an object the API server would keep.
-            if !labels.push(key, value) {
+            if !labels.push_all(&[key, value]) {
                 break;
             }
         }
-        labels
+        Self(labels)
     }
 }
 
@@ -101,42 +82,14 @@ impl<'de> Visitor<'de> for LabelsVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FlatLabels, A::Error> {
-        let mut labels = FlatLabels::default();
+        let mut labels = StrList::default();
         // Each key and value is appended as it is read: no string of its own, escaped or not.
-        while map.next_key_seed(Append(&mut labels.text))?.is_some() {
-            let key_end = labels.text.len();
-            map.next_value_seed(Append(&mut labels.text))?;
-            let ends = (u32::try_from(key_end), u32::try_from(labels.text.len()));
-            let (Ok(key_end), Ok(value_end)) = ends else {
+        while let Some(key_fits) = map.next_key_seed(WithStr(|key: &str| labels.push(key)))? {
+            if !(key_fits && map.next_value_seed(WithStr(|value: &str| labels.push(value)))?) {
                 return Err(de::Error::custom("the labels are longer than 4 GiB"));
-            };
-            labels.ends.push((key_end, value_end));
+            }
         }
-        Ok(labels.into_key_order())
-    }
-}
-
-/// Reads a string onto the end of a buffer.
-struct Append<'b>(&'b mut String);
-
-impl<'de> DeserializeSeed<'de> for Append<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Append<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a string")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        self.0.push_str(v);
-        Ok(())
+        Ok(FlatLabels(labels).into_key_order())
     }
 }
 

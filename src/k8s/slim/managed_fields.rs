@@ -5,11 +5,11 @@
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::field_owners::{LabelAndTaintOwner, LabelKeys};
-use super::{OneOf, parsed_str};
+use super::{WithStr, one_of, parsed_str};
 
 /// `managedFields`, keeping only the entries that own labels or taints, each down to that.
 /// Null reads as none.
@@ -93,7 +93,7 @@ impl<'de> Deserialize<'de> for Owned {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Owned, A::Error> {
                 let mut owned = Owned::default();
-                while let Some(key) = map.next_key_seed(OneOf(&["f:metadata", "f:spec"]))? {
+                while let Some(key) = map.next_key_seed(one_of(&["f:metadata", "f:spec"]))? {
                     match key {
                         Some(0) => owned.labels = map.next_value::<Sub<LabelsOnly>>()?.0.0,
                         Some(_) => owned.taints |= map.next_value::<Sub<TaintsOnly>>()?.0.0,
@@ -111,46 +111,30 @@ impl<'de> Deserialize<'de> for Owned {
 
 /// The keys of a `f:labels` object that name a label (`f:…`), read without their `f:`;
 /// `.` (the map itself) dropped.
-impl<'de> Deserialize<'de> for LabelKeys {
+#[derive(Default)]
+struct LabelsOnly(LabelKeys);
+
+impl<'de> Deserialize<'de> for LabelsOnly {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Fields;
         impl<'de> Visitor<'de> for Fields {
-            type Value = LabelKeys;
+            type Value = LabelsOnly;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an object of label fields")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LabelKeys, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LabelsOnly, A::Error> {
                 let mut keys = LabelKeys::default();
-                while map.next_key_seed(LabelField(&mut keys))?.is_some() {
+                let mut push_label = |field: &str| field.strip_prefix("f:").is_none_or(|key| keys.push(key));
+                while let Some(fits) = map.next_key_seed(WithStr(&mut push_label))? {
+                    if !fits {
+                        return Err(de::Error::custom("the label fields are longer than 4 GiB"));
+                    }
                     map.next_value::<IgnoredAny>()?;
                 }
-                Ok(keys.into_key_order())
+                Ok(LabelsOnly(keys.into_ordered_set()))
             }
         }
         deserializer.deserialize_map(Fields)
-    }
-}
-
-/// A key of `f:labels`, appended to the list when it names a label.
-struct LabelField<'k>(&'k mut LabelKeys);
-
-impl<'de> DeserializeSeed<'de> for LabelField<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for LabelField<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a field name")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        match v.strip_prefix("f:") {
-            Some(key) if !self.0.push(key) => Err(E::custom("the label fields are longer than 4 GiB")),
-            _ => Ok(()),
-        }
     }
 }
 
@@ -162,13 +146,10 @@ trait Pick: Default {
     fn read<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error>;
 }
 
-#[derive(Default)]
-struct LabelsOnly(LabelKeys);
-
 impl Pick for LabelsOnly {
     const FIELD: &'static str = "f:labels";
     fn read<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error> {
-        Ok(Self(map.next_value()?))
+        map.next_value()
     }
 }
 
@@ -193,7 +174,7 @@ impl<'de, P: Pick> Deserialize<'de> for Sub<P> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Sub<P>, A::Error> {
                 let mut picked = P::default();
-                while let Some(key) = map.next_key_seed(OneOf(&[P::FIELD]))? {
+                while let Some(key) = map.next_key_seed(one_of(&[P::FIELD]))? {
                     if key.is_some() {
                         picked = P::read(&mut map)?;
                     } else {

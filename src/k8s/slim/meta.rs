@@ -11,10 +11,10 @@ use serde::de::{self, IgnoredAny};
 use serde::{Deserialize, Deserializer};
 
 use super::NullAsDefault;
-use super::OneOf;
 use super::field_owners::LabelAndTaintOwner;
 use super::labels::FlatLabels;
 use super::managed_fields::label_and_taint_owners;
+use super::one_of;
 use crate::rules::admission::BYPASS_ANNOTATION;
 use crate::rules::reason::{NFD_FEATURE_LABELS_ANNOTATION, NFD_TAINTS_ANNOTATION};
 
@@ -97,7 +97,7 @@ impl<'de> Deserialize<'de> for NodeAnnotations {
             }
             fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<NodeAnnotations, A::Error> {
                 let mut read = BTreeMap::new();
-                while let Some(key) = map.next_key_seed(OneOf(NODE_ANNOTATIONS_READ))? {
+                while let Some(key) = map.next_key_seed(one_of(NODE_ANNOTATIONS_READ))? {
                     match key {
                         Some(at) => {
                             read.insert(NODE_ANNOTATIONS_READ[at].to_owned(), map.next_value()?);

@@ -28,6 +28,7 @@ mod meta;
 mod node;
 mod pod;
 mod status;
+mod str_list;
 
 pub use self::affinity::AffinityTarget;
 pub use self::field_owners::{LabelAndTaintOwner, LabelKeys, owner_of};
@@ -51,17 +52,7 @@ fn core_v1<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<(), D::E
 /// Reads an optional string straight into what `parse` makes of it, without
 /// allocating; null and absent read as `T::default()`.
 fn parsed_str<'de, D: Deserializer<'de>, T: Default>(deserializer: D, parse: fn(&str) -> T) -> Result<T, D::Error> {
-    struct Parsed<T>(fn(&str) -> T);
-    impl<'de, T: Default> Visitor<'de> for Parsed<T> {
-        type Value = T;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a string")
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
-            Ok((self.0)(v))
-        }
-    }
-    deserializer.deserialize_option(NullAsDefault(Parsed(parse)))
+    deserializer.deserialize_option(NullAsDefault(WithStr(parse)))
 }
 
 /// Wraps a visitor so that null reads as its value's default, as Go's decoder reads a
@@ -90,24 +81,31 @@ where
     }
 }
 
-/// A map key read as its position in a list of names (or `None`), without allocating.
-struct OneOf(&'static [&'static str]);
+/// A string handed to a closure as it is read (the scratch text of the parser, escaped
+/// or not), never made a `String` of its own: a map key matched against the names wanted,
+/// a label appended to a buffer, an enum parsed. The value is what the closure returns.
+struct WithStr<F>(F);
 
-impl<'de> DeserializeSeed<'de> for OneOf {
-    type Value = Option<usize>;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<usize>, D::Error> {
+impl<'de, T, F: FnOnce(&str) -> T> DeserializeSeed<'de> for WithStr<F> {
+    type Value = T;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
         deserializer.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for OneOf {
-    type Value = Option<usize>;
+impl<'de, T, F: FnOnce(&str) -> T> Visitor<'de> for WithStr<F> {
+    type Value = T;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a field name")
+        f.write_str("a string")
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<usize>, E> {
-        Ok(self.0.iter().position(|name| *name == v))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        Ok((self.0)(v))
     }
+}
+
+/// A map key read as its position in a list of names (or `None`).
+fn one_of(names: &'static [&'static str]) -> WithStr<impl FnOnce(&str) -> Option<usize>> {
+    WithStr(move |key: &str| names.iter().position(|name| *name == key))
 }
 
 #[cfg(test)]
