@@ -242,6 +242,7 @@ mod tests {
             nfd_label_keys: vec![Str::from("k"); nfd_keys].into(),
             nfd_taint_keys: Default::default(),
             managers: Default::default(),
+            fingerprint: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! k8s-openapi objects → the compact model. Only what classification reads survives.
 
+use std::hash::Hash;
 use std::sync::Arc;
 
 // The API's own types go by their group (`apps::DaemonSet`, `core::NodeSelectorTerm`,
@@ -16,8 +17,9 @@ use crate::model::PlacementSpec;
 use crate::model::interner::{Interner, is_own_placement, same_items};
 use crate::model::text::same_pair;
 use crate::model::{
-    DaemonSet, DaemonSetStatus, Deletion, FieldOwner, LabelSelector, Node, NodeManagers, NodeSelectorTerm, ObjectRef,
-    Placement, Pod, PodLife, REVISION_HASH_LABEL, Requirement, Revision, SelectorOperator, Taint, TaintEffect, Uid,
+    DaemonSet, DaemonSetStatus, Deletion, FieldOwner, Fingerprint, LabelSelector, Node, NodeManagers, NodeSelectorTerm,
+    ObjectRef, Placement, Pod, PodLife, REVISION_HASH_LABEL, Requirement, Revision, SelectorOperator, Taint,
+    TaintEffect, Uid,
 };
 use crate::rules::admission;
 use crate::rules::eligibility::label_requirement_is_valid;
@@ -82,33 +84,35 @@ pub fn node(node: &SlimNode, interner: &mut Interner) -> Result<Node, ConvertErr
         .map(|o| FieldOwner { owns: interner.owned_fields(&o.manager, o.labels.iter(), o.taints), time: o.time })
         .collect();
     let managers = NodeManagers::new(owners);
-    Ok(Node { name, labels, taints, nfd_label_keys, nfd_taint_keys, managers })
+    let fingerprint = Some(node_fingerprint(node));
+    Ok(Node { name, labels, taints, nfd_label_keys, nfd_taint_keys, managers, fingerprint })
 }
 
-/// Whether `node(decoded)` would equal `cached`, answered without allocating or
-/// interning: most node events are kubelet heartbeats (status only).
-/// Mirrors `node` field by field; `tests/incremental.rs` checks that the two agree.
+/// Whether `node(decoded)` would equal `cached`, answered without allocating, interning or
+/// reading more of `cached` than its fingerprint: most node events are kubelet heartbeats
+/// (status only). `tests/incremental.rs` checks that the two agree.
 pub fn node_unchanged(decoded: &SlimNode, cached: &Node) -> bool {
+    decoded.metadata.name.as_deref() == Some(&*cached.name) && cached.fingerprint == Some(node_fingerprint(decoded))
+}
+
+/// What `node` reads of `decoded`, in the form it reads it. Each list is followed by its
+/// length, so that no item can pass for one of the next list.
+fn node_fingerprint(decoded: &SlimNode) -> Fingerprint {
     let meta = &decoded.metadata;
-    meta.name.as_deref() == Some(&*cached.name)
-        && same_pairs(decoded.labels.iter(), cached.labels.iter())
-        && same_items(
-            decoded.taints().iter().map(taint_parts),
-            cached.taints.iter(),
-            |(key, value, effect, added), t| {
-                same_pair((key, value), (&t.key, &t.value)) && effect == t.effect && added == t.time_added
-            },
-        )
-        && same_items(nfd_label_names(meta), cached.nfd_label_keys.iter(), |name, key| {
-            key.strip_prefix(nfd_label_prefix(name)) == Some(name)
-        })
-        && nfd_taints(meta).map(nfd_taint_key).eq(cached.nfd_taint_keys.iter().map(|k| &**k))
-        && same_items(decoded.owners.iter(), cached.managers.owners.iter(), |decoded, cached| {
-            decoded.manager == *cached.owns.manager
-                && decoded.time == cached.time
-                && decoded.taints == cached.owns.taints
-                && decoded.labels.iter().eq(cached.owns.labels.iter().map(|k| &**k))
-        })
+    Fingerprint::of(|h| {
+        meta.name.hash(h);
+        decoded.labels.hash(h);
+        decoded.taints().iter().map(taint_parts).for_each(|taint| taint.hash(h));
+        decoded.taints().len().hash(h);
+        let nfd_labels = nfd_label_names(meta).inspect(|name| (nfd_label_prefix(name), name).hash(h)).count();
+        nfd_labels.hash(h);
+        let nfd_taints = nfd_taints(meta).inspect(|taint| nfd_taint_key(taint).hash(h)).count();
+        nfd_taints.hash(h);
+        for owner in &decoded.owners {
+            (&owner.manager, owner.time, owner.taints, &owner.labels).hash(h);
+        }
+        decoded.owners.len().hash(h);
+    })
 }
 
 /// A taint as the model reads it: (key, value, effect, timeAdded).

@@ -14,7 +14,7 @@ use super::{NullAsDefault, WithStr};
 
 /// Labels in key order, each key once, as a `BTreeMap` would hold them: keys and values
 /// in turn in one `StrList`, whose twelve inline ends hold a daemon pod's six pairs.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct FlatLabels(StrList<12>);
 
 impl FlatLabels {

@@ -8,7 +8,7 @@ use std::fmt;
 use smallvec::SmallVec;
 
 /// `N` ends are held inline, so a list of up to `N` strings costs only its text.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct StrList<const N: usize> {
     text: String,
     /// Where each string ends in `text`; it starts where the one before ends.
