@@ -255,5 +255,11 @@ recovery bounds and print the times they measured.
   \`ManagedFieldsEntry\` trees to one small struct per entry that owns labels or taints
   (\`k8s/slim/field_owners.rs\`: manager, time, label keys in one buffer, a taints flag):
   17 allocations where it took 47.
+- A node event is told from a heartbeat by a 64-bit fingerprint of what the model keeps of
+  the node (\`model::Fingerprint\`, \`convert::node_unchanged\`), not by walking the cached
+  labels, taints, NFD keys and owners: their pointers, spread over the heap, miss the cache
+  at 65,000 nodes. By turns against 5,000 nodes in one run (300,000 events each, 2026-11-29):
+  heartbeats 0.97 and 0.79 µs where they took 2.59 and 1.57, drain taints 1.64 and 1.94
+  where they took 3.48 and 2.68 (a changed node was walked too, up to its first difference).
 EOD
 echo "wrote docs/benchmarks.md"

@@ -163,14 +163,7 @@ impl Index {
     /// Looks up what each of `events` will read of the cache, before any is applied (see
     /// [`Indexed::warm`]); changes nothing.
     pub fn warm<K: Indexed>(&self, events: &[Event<K>]) {
-        let objects: Vec<&K> = events
-            .iter()
-            .filter_map(|event| match event {
-                Event::Apply(obj) | Event::Delete(obj) => Some(obj),
-                _ => None,
-            })
-            .collect();
-        K::warm(&objects, self);
+        K::warm(events, self);
     }
 
     /// Apply one event of a cluster-wide watch. See [`Index::apply_scoped`].

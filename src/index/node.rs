@@ -2,6 +2,9 @@
 //! node for every DaemonSet.
 
 use super::coverage::{Flap, Verdict};
+use kube::runtime::watcher::Event;
+
+use super::resource::changed;
 use super::{Index, Indexed, Resource, Store, Stored, first_pod_available};
 use crate::k8s::convert::{self, ConvertError};
 use crate::k8s::slim::SlimNode;
@@ -117,8 +120,8 @@ impl Indexed for SlimNode {
         cached.is_some_and(|cached| convert::node_unchanged(self, cached))
     }
 
-    fn warm(batch: &[&Self], index: &Index) {
-        for name in batch.iter().filter_map(|node| node.metadata.name.as_deref()) {
+    fn warm(batch: &[Event<Self>], index: &Index) {
+        for name in batch.iter().filter_map(|event| changed(event)?.metadata.name.as_deref()) {
             std::hint::black_box(index.nodes.objects.slot(name));
         }
     }

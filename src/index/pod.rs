@@ -3,6 +3,9 @@
 
 use super::coverage::Verdict;
 use super::keyed::Slot;
+use kube::runtime::watcher::Event;
+
+use super::resource::changed;
 use super::{Index, Indexed, Leaves, Parting, Resource, Store, Stored};
 use crate::k8s::convert::{self, ConvertError};
 use crate::k8s::slim::SlimPod;
@@ -72,10 +75,23 @@ impl Indexed for SlimPod {
         cached.is_some_and(|cached| convert::pod_unchanged_but_uid(self, cached))
     }
 
-    fn warm(batch: &[&Self], index: &Index) {
-        let uids: Vec<Uid> = batch.iter().filter_map(|pod| pod.metadata.uid.as_deref().map(Uid::parse)).collect();
+    /// A delete also reads what the pod's pair keeps of its node (`parting`, `unclaim`,
+    /// `refresh_pair`): the node's number, its claims there, and the cached node. An update
+    /// mostly leaves the pod as it was, and reads no more than the pod.
+    fn warm(batch: &[Event<Self>], index: &Index) {
+        let uids: Vec<Uid> =
+            batch.iter().filter_map(|event| changed(event)?.metadata.uid.as_deref().map(Uid::parse)).collect();
         for uid in &uids {
             std::hint::black_box(index.pods.objects.slot(uid));
+        }
+        for pod in batch.iter().filter_map(|event| if let Event::Delete(pod) = event { Some(pod) } else { None }) {
+            let Some(node) = pod.spec.as_ref().and_then(convert::target_node_name) else { continue };
+            let id = index.node_ids.get(node);
+            let state = pod.controller_uid.as_deref().and_then(|owner| index.state.get(owner));
+            std::hint::black_box((
+                id.zip(state).map(|(id, state)| state.claimed.get(id)),
+                index.nodes.objects.slot(node),
+            ));
         }
     }
 }

@@ -3,6 +3,8 @@
 //! kind's implementations are in its own file (`node.rs`, `daemonset.rs`, `revision.rs`,
 //! `pod.rs`).
 
+use kube::runtime::watcher::Event;
+
 use super::{Index, Store};
 use crate::k8s::convert::{self, ConvertError};
 use crate::model::Str;
@@ -74,7 +76,7 @@ pub trait Indexed: kube::Resource<DynamicType = ()> + Sized {
     /// that does nothing else, the lookups overlap in the CPU; applied one after another,
     /// each waits on memory in turn (at 2.6M daemon pods, three trips: the table's control
     /// bytes, its bucket, the object).
-    fn warm(_batch: &[&Self], _index: &Index) {}
+    fn warm(_batch: &[Event<Self>], _index: &Index) {}
 
     /// The cache key, straight from the metadata (a delete needs nothing more): nodes are
     /// cached by name, everything else by UID.
@@ -89,5 +91,13 @@ pub trait Indexed: kube::Resource<DynamicType = ()> + Sized {
             name: convert::describe(meta),
             problem: format!("missing {field}"),
         })
+    }
+}
+
+/// The object a watch event applies or deletes; `None` for the markers of a relist.
+pub(super) fn changed<K>(event: &Event<K>) -> Option<&K> {
+    match event {
+        Event::Apply(obj) | Event::Delete(obj) => Some(obj),
+        Event::Init | Event::InitApply(_) | Event::InitDone => None,
     }
 }
