@@ -1,9 +1,9 @@
 //! Nodes, cached by name: an event carries over who changed what, and re-evaluates that
 //! node for every DaemonSet.
 
-use super::coverage::{Flap, Verdict};
 use kube::runtime::watcher::Event;
 
+use super::coverage::{Flap, Verdict};
 use super::resource::changed;
 use super::{Index, Indexed, Resource, Store, Stored, first_pod_available};
 use crate::k8s::convert::{self, ConvertError};

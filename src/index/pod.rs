@@ -1,10 +1,10 @@
 //! Daemon pods, cached by UID: an event claims the pod for its owner (or the DaemonSet that
 //! adopts it) on its target node, and refreshes only that (DaemonSet, node).
 
-use super::coverage::Verdict;
-use super::keyed::Slot;
 use kube::runtime::watcher::Event;
 
+use super::coverage::Verdict;
+use super::keyed::Slot;
 use super::resource::changed;
 use super::{Index, Indexed, Leaves, Parting, Resource, Store, Stored};
 use crate::k8s::convert::{self, ConvertError};

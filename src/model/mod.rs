@@ -196,8 +196,10 @@ pub struct Node {
 /// event equal to the last one is told by comparing two of these, where walking the cached
 /// labels, taints and owners would chase pointers that, at 65,000 nodes, miss the cache.
 /// Seeded at random once per process, so no one can make a change that hashes as what it
-/// replaced; by chance two differ by a 2^-64 (at a million events a second, once in
-/// 500,000 years). A function of what the model keeps, so equal objects have equal ones.
+/// replaced; two that differ hash alike by chance once in 2^64 (at a million changes a
+/// second, once in 500,000 years). Objects read alike have equal ones; two read differently
+/// that make the same node (NFD naming a label with its prefix, then without) are applied
+/// as a change that changes nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fingerprint(std::num::NonZeroU64);
 
