@@ -1,8 +1,8 @@
 //! Orphan pods (no controller ownerReference): the DaemonSet controller adopts one into the
 //! DaemonSet that selects it, so it counts there; one that several select counts nowhere.
 
-use super::Index;
 use super::keyed::Slot;
+use super::{ClaimsChanged, Index};
 use crate::model::{Pod, Str};
 use crate::rules::eligibility::selector_matches;
 
@@ -31,14 +31,14 @@ impl Index {
 
     /// Re-decides every orphan in `namespace` after its DaemonSets changed; returns the
     /// (DaemonSet, node) pairs to refresh.
-    pub(super) fn readopt(&mut self, namespace: &Str) -> Vec<(Str, Str)> {
+    pub(super) fn readopt(&mut self, namespace: &Str) -> Vec<ClaimsChanged> {
         let Some(orphans) = self.orphans.get(namespace) else { return Vec::new() };
         let pods = &self.pods.objects;
         let orphans: Vec<(Slot, Pod)> =
             orphans.iter().filter_map(|uid| pods.slot(uid)).map(|slot| (slot, pods.at(slot).clone())).collect();
         let mut touched = Vec::new();
         for (slot, pod) in orphans {
-            touched.extend(self.unclaim(&pod, slot));
+            touched.extend(self.unclaim(&pod, slot, self.node_id(&pod)));
             touched.extend(self.claim(&pod, slot));
         }
         touched

@@ -67,7 +67,8 @@ impl Stored for DaemonSet {
                 claimed.chain(state.misscheduled.keys()).chain(state.departed.keys()).cloned().collect()
             });
             for node in candidates {
-                index.refresh_pair(&uid, &node, since, None);
+                let id = index.node_ids.get(&node);
+                index.refresh_pair(&uid, (&node, id), since, None);
             }
         }
         index.refresh_touched(readopted, None, None);

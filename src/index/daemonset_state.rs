@@ -137,10 +137,10 @@ impl DaemonSetState {
 
     /// What the departed pod's absence means now: `Some` when it was the controller's
     /// delete for a skip, that is when the node, still without a pod, is now skipped.
-    pub(super) fn departed_into_skip(&self, ids: &NodeIds, node: &Str) -> Option<(&Pod, &Skip)> {
+    pub(super) fn departed_into_skip(&self, node: &Str, id: Option<NodeId>) -> Option<(&Pod, &Skip)> {
         let pod = self.departed.get(node)?;
         let skip = self.skips.get(node)?;
-        self.pods_on(ids, node).is_none().then_some((&**pod, skip))
+        id.and_then(|id| self.claimed.get(id)).is_none().then_some((&**pod, skip))
     }
 
     /// Forgets what the index kept for losses it has yet to see: the DaemonSet is not

@@ -35,7 +35,7 @@ use self::daemonset_state::DaemonSetState;
 pub use self::excerpt::Touched;
 pub use self::failed_create::{EventsRead, FailedCreateEvent};
 pub use self::footprint::{Grows, Part};
-use self::node_ids::NodeIds;
+use self::node_ids::{NodeId, NodeIds};
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::restore::{PastLoss, Restored};
 pub use self::store::{Scope, Store};
@@ -228,7 +228,18 @@ impl Index {
                 self.interner.collect_garbage();
             }
         }
+        // Between events only: a change reads a node's number once and keeps it to its end.
+        self.sweep_node_ids();
         Ok(())
+    }
+
+    /// Frees the numbers of the node names no DaemonSet claims a pod on any more, when
+    /// enough may have died for it to pay.
+    fn sweep_node_ids(&mut self) {
+        if self.node_ids.sweep_due(self.nodes.objects.len()) {
+            let states = &self.state;
+            self.node_ids.sweep(|id| states.values().any(|state| state.claimed.get(id).is_some()));
+        }
     }
 
     /// A complete list of one resource, as a watch's initial list delivers it: what is
@@ -278,17 +289,17 @@ impl Index {
     /// an eligible node with no pod.
     fn refresh_touched(
         &mut self,
-        touched: impl IntoIterator<Item = (Str, Str)>,
+        touched: impl IntoIterator<Item = ClaimsChanged>,
         parting: Option<Parting>,
         gone: Option<Box<Pod>>,
     ) {
         let since = self.since();
         let (mut parting, mut gone) = (parting, gone);
-        for (owner, node) in touched {
-            let leaves = parting.take_if(|p| p.owner == owner && p.node == node).map(|p| p.leaves);
+        for ClaimsChanged { owner, node, id } in touched {
+            let leaves = parting.take_if(|p| p.owner == owner && p.id == id).map(|p| p.leaves);
             let verdict = match (leaves, self.state.get_mut(&owner)) {
                 // The pod left and nothing replaced it.
-                (Some(leaves), Some(state)) if state.pods_on(&self.node_ids, &node).is_none() => {
+                (Some(leaves), Some(state)) if state.claimed.get(id).is_none() => {
                     // The episode's pod is gone either way: explained now, or never.
                     state.flapped.remove(&node);
                     match leaves {
@@ -301,20 +312,25 @@ impl Index {
                 }
                 _ => None,
             };
-            self.refresh_pair(&owner, &node, since, verdict);
+            self.refresh_pair(&owner, (&node, Some(id)), since, verdict);
         }
     }
 
-    /// Refresh one (DaemonSet, node) pair. `verdict`: the change took the pair's last pod
-    /// for a skip. Without one, a node that turned out skipped after its pod went is a loss
-    /// with the verdict that pod has there now.
-    fn refresh_pair(&mut self, owner: &Str, node: &Str, since: Since, verdict: Option<Verdict>) {
-        let verdict = verdict.or_else(|| self.departed_verdict(owner, node));
+    /// Refresh one (DaemonSet, node) pair; `id` is the node's number, if it has one.
+    /// `verdict`: the change took the pair's last pod for a skip. Without one, a node that
+    /// turned out skipped after its pod went is a loss with the verdict that pod has there now.
+    fn refresh_pair(
+        &mut self,
+        owner: &Str,
+        (node, id): (&Str, Option<NodeId>),
+        since: Since,
+        verdict: Option<Verdict>,
+    ) {
+        let verdict = verdict.or_else(|| self.departed_verdict(owner, (node, id)));
         let node_exists = self.nodes.objects.contains_key(node);
         let synced = self.synced();
         let min_ready = self.daemonsets.objects.get(owner).map_or(0, |ds| ds.min_ready_seconds);
         let Some(state) = self.state.get_mut(owner) else { return };
-        let id = self.node_ids.get(node);
         let claimed = id.and_then(|id| state.claimed.get(id));
         if synced {
             let covered = first_pod_available(claimed, &self.pods.objects, min_ready, self.now);
@@ -327,8 +343,8 @@ impl Index {
 
     /// The verdict of the pod that left `node` while it was eligible, now that the
     /// DaemonSet skips the node and still has no pod there.
-    fn departed_verdict(&self, owner: &Str, node: &Str) -> Option<Verdict> {
-        let (pod, skip) = self.state.get(owner)?.departed_into_skip(&self.node_ids, node)?;
+    fn departed_verdict(&self, owner: &Str, (node, id): (&Str, Option<NodeId>)) -> Option<Verdict> {
+        let (pod, skip) = self.state.get(owner)?.departed_into_skip(node, id)?;
         let ds = self.daemonsets.objects.get(owner).filter(|ds| ds.is_synced_by_controller())?;
         let classification = self.classify(ds, skip, self.nodes.objects.get(node)?, pod);
         Some(Verdict::of(classification, pod.deletion().map(|d| d.requested_at())))
@@ -341,10 +357,18 @@ impl Index {
     }
 }
 
+/// A (DaemonSet, node) pair whose claimed pods changed, with the node's number: a pod
+/// event reads it once, not once for each thing it refreshes.
+pub(super) struct ClaimsChanged {
+    owner: Str,
+    node: Str,
+    id: NodeId,
+}
+
 /// The last pod of a (DaemonSet, node) pair, about to go or move.
 struct Parting {
     owner: Str,
-    node: Str,
+    id: NodeId,
     leaves: Leaves,
 }
 

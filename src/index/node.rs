@@ -65,7 +65,7 @@ impl Stored for Node {
         let name = node.name.clone();
         index.nodes.objects.insert(node);
         for uid in departed {
-            index.refresh_pair(&uid, &name, since, None);
+            index.refresh_pair(&uid, (&name, id), since, None);
         }
     }
 

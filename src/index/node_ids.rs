@@ -27,10 +27,14 @@ pub(super) struct NodeIds {
     /// Each number's name; `None` when it is free.
     names: Vec<Option<Str>>,
     free: Vec<NodeId>,
+    /// How many names had a number after the last sweep.
+    kept_by_last_sweep: usize,
 }
 
 /// Numbered names beyond twice the nodes, and this many more, are worth a sweep: a sweep
-/// reads every DaemonSet's column, so it runs after about as many names died as there are nodes.
+/// reads every DaemonSet's column, so it runs after about as many names died as there are
+/// nodes. As many new names again are due before the next, so that pods listed ahead of
+/// their nodes, which a sweep cannot free, do not make every new name sweep.
 const SWEEP_SLACK: usize = 1024;
 
 impl NodeIds {
@@ -75,7 +79,7 @@ impl NodeIds {
 
     /// Whether enough names may have died, with `nodes` nodes cached, for a sweep to pay.
     pub(super) fn sweep_due(&self, nodes: usize) -> bool {
-        self.len() > 2 * nodes + SWEEP_SLACK
+        self.len() > (2 * nodes).max(self.kept_by_last_sweep) + SWEEP_SLACK
     }
 
     /// Frees the numbers `in_use` says nothing uses.
@@ -87,6 +91,7 @@ impl NodeIds {
                 self.free.push(id);
             }
         }
+        self.kept_by_last_sweep = self.len();
     }
 }
 
@@ -105,5 +110,19 @@ mod tests {
         assert_eq!(ids.assign(&Str::from("c")), a, "a freed number is given again");
         assert_eq!((ids.len(), ids.bound()), (2, 2));
         assert!(!ids.sweep_due(0));
+    }
+
+    #[test]
+    fn a_sweep_that_frees_nothing_is_not_due_again_until_as_many_new_names() {
+        let mut ids = NodeIds::default();
+        let name = |i: usize| Str::from(format!("n{i}"));
+        (0..=SWEEP_SLACK).for_each(|i| _ = ids.assign(&name(i)));
+        assert!(ids.sweep_due(0), "no nodes cached, and more names than the slack");
+        ids.sweep(|_| true);
+        assert!(!ids.sweep_due(0), "every name still in use");
+        (0..SWEEP_SLACK).for_each(|i| _ = ids.assign(&name(SWEEP_SLACK + 1 + i)));
+        assert!(!ids.sweep_due(0));
+        ids.assign(&name(3 * SWEEP_SLACK));
+        assert!(ids.sweep_due(0));
     }
 }

@@ -5,8 +5,9 @@ use kube::runtime::watcher::Event;
 
 use super::coverage::Verdict;
 use super::keyed::Slot;
+use super::node_ids::NodeId;
 use super::resource::changed;
-use super::{Index, Indexed, Leaves, Parting, Resource, Store, Stored};
+use super::{ClaimsChanged, Index, Indexed, Leaves, Parting, Resource, Store, Stored};
 use crate::k8s::convert::{self, ConvertError};
 use crate::k8s::slim::SlimPod;
 use crate::model::interner::Interner;
@@ -37,11 +38,12 @@ impl Stored for Pod {
         }
         index.generation += 1;
         let old = index.pods.objects.remove(&pod.uid);
-        let parting = old.as_ref().and_then(|(slot, o)| index.parting(o, *slot));
+        let old_id = old.as_ref().and_then(|(_, o)| index.node_id(o));
+        let parting = old.as_ref().and_then(|(slot, o)| index.parting(o, *slot, old_id?));
         // Unclaim and claim before refreshing, so that an update that keeps the
         // pod where it was does not reset when its node became misscheduled. The claim
         // names the slot the pod is about to take: the one the old pod just left, if any.
-        let unclaimed = old.as_ref().and_then(|(slot, o)| index.unclaim(o, *slot));
+        let unclaimed = old.as_ref().and_then(|(slot, o)| index.unclaim(o, *slot, old_id));
         let slot = index.pods.objects.vacant();
         let touched = [unclaimed, index.claim(&pod, slot)];
         // Only a pod on its way out (terminal and deleted) departs; one that changed hands
@@ -57,8 +59,9 @@ impl Stored for Pod {
         let Some((slot, pod)) = index.pods.objects.remove(uid) else { return };
         index.generation += 1;
         index.contested.remove(uid);
-        let parting = index.parting(&pod, slot);
-        let touched = index.unclaim(&pod, slot);
+        let id = index.node_id(&pod);
+        let parting = id.and_then(|id| index.parting(&pod, slot, id));
+        let touched = index.unclaim(&pod, slot, id);
         index.refresh_touched(touched, parting, Some(Box::new(pod)));
     }
 }
@@ -97,9 +100,14 @@ impl Indexed for SlimPod {
 }
 
 impl Index {
+    /// The number of the node `pod` targets, if it has one.
+    pub(super) fn node_id(&self, pod: &Pod) -> Option<NodeId> {
+        self.node_ids.get(pod.target_node()?)
+    }
+
     /// Records ownership (or adoption) and the claim of `pod`, which is (or is about to be)
     /// stored in `slot`; returns the (DaemonSet, node) whose claim set grew.
-    pub(super) fn claim(&mut self, pod: &Pod, slot: Slot) -> Option<(Str, Str)> {
+    pub(super) fn claim(&mut self, pod: &Pod, slot: Slot) -> Option<ClaimsChanged> {
         let claimant = match pod.controller_uid() {
             Some(owner) => owner.clone(),
             // Terminating orphans are never adopted.
@@ -118,25 +126,21 @@ impl Index {
             }
             return None;
         };
-        let numbered = self.node_ids.len();
         let id = self.node_ids.assign(node);
         let state = self.state.entry(claimant.clone()).or_default();
         state.claim(id, slot, self.node_ids.bound());
-        if self.node_ids.len() > numbered && self.node_ids.sweep_due(self.nodes.objects.len()) {
-            let states = &self.state;
-            self.node_ids.sweep(|id| states.values().any(|state| state.claimed.get(id).is_some()));
-        }
-        Some((claimant, node.clone()))
+        Some(ClaimsChanged { owner: claimant, node: node.clone(), id })
     }
 
-    /// When `pod` is the only counted pod of its pair: the pair, and what the pod leaves
-    /// there if it goes. Taken before the pod goes or changes: a loss keeps the verdict the
-    /// pod had as a misscheduled pod, or the one of the episode that explains its delete.
-    pub(super) fn parting(&self, pod: &Pod, slot: Slot) -> Option<Parting> {
+    /// When `pod` is the only counted pod of its pair on the node numbered `id`: the pair,
+    /// and what the pod leaves there if it goes. Taken before the pod goes or changes: a
+    /// loss keeps the verdict the pod had as a misscheduled pod, or the one of the episode
+    /// that explains its delete.
+    pub(super) fn parting(&self, pod: &Pod, slot: Slot, id: NodeId) -> Option<Parting> {
         let owner = pod.controller_uid().or_else(|| self.adopted_by.get(&pod.uid))?;
         let node = pod.target_node()?;
         let state = self.state.get(owner)?;
-        if *state.pods_on(&self.node_ids, node)? != [slot] {
+        if *state.claimed.get(id)? != [slot] {
             return None;
         }
         let ds = self.daemonsets.objects.get(owner)?;
@@ -153,7 +157,7 @@ impl Index {
         } else {
             Leaves::Eligible
         };
-        Some(Parting { owner: owner.clone(), node: node.clone(), leaves })
+        Some(Parting { owner: owner.clone(), id, leaves })
     }
 
     /// The pods whose controller is `owner`: its claims but the orphans it adopted, and the
@@ -182,9 +186,9 @@ impl Index {
         }
     }
 
-    /// Undoes `claim` of `pod`, stored in `slot` until now; returns the (DaemonSet, node)
-    /// whose claim set shrank.
-    pub(super) fn unclaim(&mut self, pod: &Pod, slot: Slot) -> Option<(Str, Str)> {
+    /// Undoes `claim` of `pod`, stored in `slot` until now, whose node is numbered `id`;
+    /// returns the (DaemonSet, node) whose claim set shrank.
+    pub(super) fn unclaim(&mut self, pod: &Pod, slot: Slot, id: Option<NodeId>) -> Option<ClaimsChanged> {
         let claimant = match pod.controller_uid() {
             Some(owner) => {
                 if let Some(uncounted) = self.uncounted_owned.get_mut(owner) {
@@ -205,12 +209,11 @@ impl Index {
                 self.adopted_by.remove(&pod.uid)?
             }
         };
-        let node = pod.target_node()?;
-        let id = self.node_ids.get(node)?;
+        let (node, id) = (pod.target_node()?, id?);
         let state = self.state.get_mut(&claimant)?;
         state.claimed.get(id)?;
         state.claimed.remove(id, slot);
-        Some((claimant, node.clone()))
+        Some(ClaimsChanged { owner: claimant, node: node.clone(), id })
     }
 }
 
