@@ -49,6 +49,9 @@ struct Options {
     scrape_for: Duration,
     scrapers: usize,
     smoke: bool,
+    /// `--only KIND`: every event of one kind of the mix (`ByKind::NAMES`), for a profile of
+    /// that kind alone.
+    only: Option<usize>,
 }
 
 fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
@@ -70,6 +73,10 @@ fn options() -> Options {
         scrape_for: Duration::from_secs(flag(&args, "--scrape-seconds").unwrap_or(secs)),
         scrapers: value("--scrapers").unwrap_or(8),
         smoke,
+        only: flag::<String>(&args, "--only").map(|kind| {
+            let found = ByKind::NAMES.iter().position(|name| *name == kind);
+            found.unwrap_or_else(|| panic!("--only takes one of {:?}, not {kind:?}", ByKind::NAMES))
+        }),
     }
 }
 
@@ -194,6 +201,8 @@ struct EventMix<'s> {
     shape: &'s Shape,
     slots: Vec<(usize, usize)>,
     nonce: u64,
+    /// Every event of this kind (`Options::only`), in place of the mix.
+    only: Option<usize>,
 }
 
 /// Time spent on each kind of event, to show which kind a bigger cluster makes dearer.
@@ -203,6 +212,8 @@ struct ByKind([(usize, Duration); 4]);
 impl ByKind {
     const KINDS: [&str; 4] =
         ["pod status updates", "node heartbeats", "drain taints on or off", "pods deleted and recreated"];
+    /// Each kind in a word, as `--only` takes it.
+    const NAMES: [&str; 4] = ["updates", "heartbeats", "drains", "recreations"];
 
     fn count(&self) -> usize {
         self.0.iter().map(|(count, _)| count).sum()
@@ -223,8 +234,18 @@ impl ByKind {
 }
 
 impl<'s> EventMix<'s> {
-    fn new(shape: &'s Shape) -> Self {
-        Self { shape, slots: shape.pod_slots().collect(), nonce: 1 }
+    fn new(shape: &'s Shape, only: Option<usize>) -> Self {
+        Self { shape, slots: shape.pod_slots().collect(), nonce: 1, only }
+    }
+
+    /// The kind of the event numbered `nonce`, as `ByKind::KINDS` numbers them.
+    fn kind(&self, nonce: u64) -> usize {
+        self.only.unwrap_or(match nonce % 100 {
+            0..=79 => 0,
+            80..=89 => 1,
+            90 => 2,
+            _ => 3,
+        })
     }
 
     /// Applies about `count` more events to `index` (a recreation is two, and a batch is
@@ -240,10 +261,10 @@ impl<'s> EventMix<'s> {
                 let nonce = self.nonce;
                 let pick = (nonce.wrapping_mul(2_654_435_761) % self.slots.len() as u64) as usize;
                 let (j, i) = self.slots[pick];
-                match nonce % 100 {
-                    0..=79 => updates.push(Event::Apply(decoded::<SlimPod>(&shape.pod(j, i, nonce)))),
-                    80..=89 => heartbeats.push(Event::Apply(decoded::<SlimNode>(&shape.node(i)))),
-                    90 => {
+                match self.kind(nonce) {
+                    0 => updates.push(Event::Apply(decoded::<SlimPod>(&shape.pod(j, i, nonce)))),
+                    1 => heartbeats.push(Event::Apply(decoded::<SlimNode>(&shape.node(i)))),
+                    2 => {
                         let mut node = shape.node(i);
                         let taints = node.spec.as_mut().unwrap().taints.get_or_insert_default();
                         if taints.iter().any(|t| t.key == synth::DRAIN_TAINT) {
@@ -285,7 +306,7 @@ fn alternating(index: &mut Index, events: &mut EventMix<'_>, nodes: usize, count
     let shape = events.shape;
     let small_shape = Shape { nodes, ..*shape };
     let (mut small, _) = synced_index(&small_shape, |_| {});
-    let mut small_events = EventMix::new(&small_shape);
+    let mut small_events = EventMix::new(&small_shape, events.only);
     let (mut large_kinds, mut small_kinds) = (ByKind::default(), ByKind::default());
     let mut done = 0;
     while done < count {
@@ -295,8 +316,9 @@ fn alternating(index: &mut Index, events: &mut EventMix<'_>, nodes: usize, count
         done += block;
     }
     let ratio = large_kinds.rate() / small_kinds.rate();
+    let only = events.only.map_or(String::new(), |kind| format!(" Only {} here (`--only`).", ByKind::KINDS[kind]));
     let mut out = format!(
-        "Events alternating: {count} events each, in blocks of {BLOCK}, applied by turns to the index of {} nodes and to one of {nodes} nodes built beside it in the same process, both with {} DaemonSets.\n\n",
+        "Events alternating: {count} events each, in blocks of {BLOCK}, applied by turns to the index of {} nodes and to one of {nodes} nodes built beside it in the same process, both with {} DaemonSets.{only}\n\n",
         shape.nodes, shape.daemonsets
     );
     out += &format!(
@@ -309,7 +331,10 @@ fn alternating(index: &mut Index, events: &mut EventMix<'_>, nodes: usize, count
         small_kinds.rate(),
         if ratio >= 0.9 { "yes" } else { "**no**" }
     );
-    for ((kind, large, _), (_, small, _)) in large_kinds.each().zip(small_kinds.each()) {
+    for ((kind, large, count), (_, small, _)) in large_kinds.each().zip(small_kinds.each()) {
+        if count == 0 {
+            continue;
+        }
         out += &format!("| of which: {kind}, µs per event | {large:.2} | {small:.2} | {:.2}× | | |\n", small / large);
     }
     out
@@ -736,7 +761,7 @@ fn main() {
     // Watch events: pod status updates, node heartbeats, drain taints coming and going,
     // pods deleted and recreated (see `EventMix`).
     let mut index = Arc::try_unwrap(shared).map(|s| s.into_index()).unwrap_or_else(|_| panic!("index still shared"));
-    let mut events = EventMix::new(&shape);
+    let mut events = EventMix::new(&shape, opts.only);
     let mut by_kind = ByKind::default();
     events.apply(&mut index, opts.events, &mut by_kind);
     let rate = by_kind.rate();
@@ -748,7 +773,7 @@ fn main() {
         )
         .target("≥ 500,000/s", rate >= targets.events_per_second),
     );
-    for (kind, each, count) in by_kind.each() {
+    for (kind, each, count) in by_kind.each().filter(|(_, _, count)| *count > 0) {
         rows.push(Row::new(format!("of which: {kind}, per event"), each, format!("{each:.2} µs ({count} events)")));
     }
     let beside =
