@@ -49,7 +49,9 @@ impl Stored for DaemonSet {
         }
         if template_changed {
             for node in index.nodes.objects.values() {
-                state.set_skip(&node.name, should_run(node, &ds.template));
+                // Every cached node has a number already: this finds it.
+                let id = index.node_ids.assign(&node.name);
+                state.set_skip((&node.name, id), should_run(node, &ds.template));
             }
         }
         if selector_changed {

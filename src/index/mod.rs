@@ -88,7 +88,8 @@ pub struct Index {
     daemonsets: Store<DaemonSet>,
     revisions: Store<Revision>,
     pods: Store<Pod>,
-    /// The numbers of the nodes pods are claimed on, which index `DaemonSetState::claimed`.
+    /// The numbers of the cached nodes and of those pods are claimed on, which index
+    /// `DaemonSetState::claimed`.
     node_ids: NodeIds,
     state: FastMap<Str, DaemonSetState>,
     /// Pods by the UID of their controller ownerReference that count on no node of it: its
@@ -233,8 +234,8 @@ impl Index {
         Ok(())
     }
 
-    /// Frees the numbers of the node names no DaemonSet claims a pod on any more, when
-    /// enough may have died for it to pay.
+    /// Frees the numbers of the node names not cached that no DaemonSet claims a pod on any
+    /// more, when enough may have died for it to pay.
     fn sweep_node_ids(&mut self) {
         if self.node_ids.sweep_due(self.nodes.objects.len()) {
             let states = &self.state;
@@ -327,14 +328,15 @@ impl Index {
         verdict: Option<Verdict>,
     ) {
         let verdict = verdict.or_else(|| self.departed_verdict(owner, (node, id)));
-        let node_exists = self.nodes.objects.contains_key(node);
+        // Every cached node has a number (`NodeIds`), which knows whether it is cached.
+        let node_exists = id.is_some_and(|id| self.node_ids.node(id).is_some());
         let synced = self.synced();
         let min_ready = self.daemonsets.objects.get(owner).map_or(0, |ds| ds.min_ready_seconds);
         let Some(state) = self.state.get_mut(owner) else { return };
         let claimed = id.and_then(|id| state.claimed.get(id));
         if synced {
             let covered = first_pod_available(claimed, &self.pods.objects, min_ready, self.now);
-            state.track_uncovered(node, node_exists, covered, since);
+            state.track_uncovered((node, id), node_exists, covered, since);
         }
         if state.refresh((node, id), node_exists, since, verdict) {
             self.loss_started(since);

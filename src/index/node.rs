@@ -43,16 +43,16 @@ impl Stored for Node {
         let flaps = index.flaps(&node);
         let synced = index.synced();
         let mut departed = Vec::new();
-        let id = index.node_ids.get(&node.name);
+        let id = index.node_ids.assign(&node.name);
         for (uid, ds) in index.daemonsets.objects.iter() {
             let state = index.state.entry(uid.clone()).or_default();
-            state.set_skip(&node.name, should_run(&node, &ds.template));
+            state.set_skip((&node.name, id), should_run(&node, &ds.template));
             if synced {
-                let (pods, claimed) = (&index.pods.objects, id.and_then(|id| state.claimed.get(id)));
+                let (pods, claimed) = (&index.pods.objects, state.claimed.get(id));
                 let covered = first_pod_available(claimed, pods, ds.min_ready_seconds, index.now);
-                state.track_uncovered(&node.name, true, covered, since);
+                state.track_uncovered((&node.name, Some(id)), true, covered, since);
             }
-            state.refresh((&node.name, id), true, since, None);
+            state.refresh((&node.name, Some(id)), true, since, None);
             if state.departed.contains_key(&node.name) {
                 departed.push(uid.clone());
             }
@@ -63,9 +63,10 @@ impl Stored for Node {
             }
         }
         let name = node.name.clone();
-        index.nodes.objects.insert(node);
+        let (slot, _) = index.nodes.objects.insert(node);
+        index.node_ids.set_node(id, Some(slot));
         for uid in departed {
-            index.refresh_pair(&uid, (&name, id), since, None);
+            index.refresh_pair(&uid, (&name, Some(id)), since, None);
         }
     }
 
@@ -74,8 +75,13 @@ impl Stored for Node {
         index.generation += 1;
         let since = index.since();
         let id = index.node_ids.get(&node.name);
+        if let Some(id) = id {
+            index.node_ids.set_node(id, None);
+        }
         for state in index.state.values_mut() {
-            state.set_skip(&node.name, None);
+            if let Some(id) = id {
+                state.set_skip((&node.name, id), None);
+            }
             state.uncovered.remove(&node.name);
             state.refresh((&node.name, id), false, since, None);
         }

@@ -1,6 +1,7 @@
 //! Node names as small numbers, so that what a DaemonSet keeps per node can be a column
 //! indexed by node rather than a hash table keyed by name.
 
+use super::keyed::Slot;
 use crate::model::{FastMap, Str};
 
 /// A node name's number. Numbers of names nothing uses any more are reused.
@@ -18,14 +19,15 @@ impl NodeId {
     }
 }
 
-/// The numbers of the node names pods were claimed on. A name gets one when a DaemonSet
-/// first claims a pod there; it is freed by a sweep once no DaemonSet claims a pod there,
-/// so that nodes coming and going under new names (an autoscaler's) do not grow it forever.
+/// The numbers of the cached nodes and of the node names pods were claimed on. A name gets
+/// one when its node is cached or a DaemonSet first claims a pod there; it is freed by a
+/// sweep once neither is true, so that nodes coming and going under new names (an
+/// autoscaler's) do not grow it forever.
 #[derive(Debug, Default)]
 pub(super) struct NodeIds {
     ids: FastMap<Str, NodeId>,
-    /// Each number's name; `None` when it is free.
-    names: Vec<Option<Str>>,
+    /// Each number's name and node; `None` when the number is free.
+    names: Vec<Option<Numbered>>,
     free: Vec<NodeId>,
     /// How many names had a number after the last sweep.
     kept_by_last_sweep: usize,
@@ -37,6 +39,15 @@ pub(super) struct NodeIds {
 /// their nodes, which a sweep cannot free, do not make every new name sweep.
 const SWEEP_SLACK: usize = 1024;
 
+#[derive(Debug)]
+struct Numbered {
+    name: Str,
+    /// The node's slot in the node store while it is cached: a pod event asks whether its
+    /// node exists, and at 65,000 nodes the node table's lookup by name misses the cache
+    /// three times where this column, read by the number the event has already, misses once.
+    node: Option<Slot>,
+}
+
 impl NodeIds {
     pub(super) fn get(&self, name: &str) -> Option<NodeId> {
         self.ids.get(name).copied()
@@ -47,14 +58,15 @@ impl NodeIds {
         if let Some(id) = self.get(name) {
             return id;
         }
+        let numbered = Numbered { name: name.clone(), node: None };
         let id = match self.free.pop() {
             Some(id) => {
-                self.names[id.index()] = Some(name.clone());
+                self.names[id.index()] = Some(numbered);
                 id
             }
             None => {
                 let id = NodeId(u32::try_from(self.names.len()).expect("fewer than 4 billion node names"));
-                self.names.push(Some(name.clone()));
+                self.names.push(Some(numbered));
                 id
             }
         };
@@ -64,7 +76,19 @@ impl NodeIds {
 
     /// The name numbered `id`, while it is in use.
     pub(super) fn name(&self, id: NodeId) -> Option<&Str> {
-        self.names.get(id.index())?.as_ref()
+        self.names.get(id.index())?.as_ref().map(|numbered| &numbered.name)
+    }
+
+    /// Records where the node numbered `id` is in the node store, or that it is not cached.
+    pub(super) fn set_node(&mut self, id: NodeId, slot: Option<Slot>) {
+        if let Some(Some(numbered)) = self.names.get_mut(id.index()) {
+            numbered.node = slot;
+        }
+    }
+
+    /// The slot of the cached node numbered `id`, if it is cached.
+    pub(super) fn node(&self, id: NodeId) -> Option<Slot> {
+        self.names.get(id.index())?.as_ref()?.node
     }
 
     /// How many names have a number.
@@ -82,12 +106,12 @@ impl NodeIds {
         self.len() > (2 * nodes).max(self.kept_by_last_sweep) + SWEEP_SLACK
     }
 
-    /// Frees the numbers `in_use` says nothing uses.
+    /// Frees the numbers of the nodes not cached that `in_use` says nothing uses.
     pub(super) fn sweep(&mut self, in_use: impl Fn(NodeId) -> bool) {
-        for (at, slot) in self.names.iter_mut().enumerate() {
+        for (at, entry) in self.names.iter_mut().enumerate() {
             let id = NodeId::at(at);
-            if let Some(name) = slot.take_if(|_| !in_use(id)) {
-                self.ids.remove(&name);
+            if let Some(numbered) = entry.take_if(|numbered| numbered.node.is_none() && !in_use(id)) {
+                self.ids.remove(&numbered.name);
                 self.free.push(id);
             }
         }
@@ -110,6 +134,19 @@ mod tests {
         assert_eq!(ids.assign(&Str::from("c")), a, "a freed number is given again");
         assert_eq!((ids.len(), ids.bound()), (2, 2));
         assert!(!ids.sweep_due(0));
+    }
+
+    #[test]
+    fn a_cached_nodes_number_outlives_its_claims_and_goes_after_the_node() {
+        let mut ids = NodeIds::default();
+        let (cached, claimed) = (ids.assign(&Str::from("cached")), ids.assign(&Str::from("claimed")));
+        ids.set_node(cached, Some(Slot::at(7)));
+        assert_eq!((ids.node(cached), ids.node(claimed)), (Some(Slot::at(7)), None));
+        ids.sweep(|_| false);
+        assert_eq!((ids.get("cached"), ids.get("claimed")), (Some(cached), None), "kept while cached");
+        ids.set_node(cached, None);
+        ids.sweep(|_| false);
+        assert_eq!((ids.get("cached"), ids.node(cached)), (None, None), "freed once neither cached nor claimed");
     }
 
     #[test]

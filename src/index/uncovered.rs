@@ -51,7 +51,8 @@ impl Index {
             let Some(state) = self.state.get_mut(&owner) else { continue };
             let Some(pods) = state.pods_on(&self.node_ids, &node) else { continue };
             let covered = first_pod_available(Some(pods), &self.pods.objects, min_ready, self.now);
-            state.track_uncovered(&node, self.nodes.objects.contains_key(&node), covered, since);
+            let id = self.node_ids.get(&node);
+            state.track_uncovered((&node, id), self.nodes.objects.contains_key(&node), covered, since);
         }
         for state in self.state.values_mut() {
             track_missing(state, &self.nodes.objects, &self.node_ids, since);
@@ -91,7 +92,8 @@ impl Index {
             .map(|(node, claimed)| (node.clone(), first_pod_available(Some(claimed), pods, min_ready, self.now)))
             .collect();
         for (node, covered) in claimed {
-            state.track_uncovered(&node, self.nodes.objects.contains_key(&node), covered, since);
+            let id = self.node_ids.get(&node);
+            state.track_uncovered((&node, id), self.nodes.objects.contains_key(&node), covered, since);
         }
         track_missing(state, &self.nodes.objects, &self.node_ids, since);
     }
@@ -126,6 +128,6 @@ fn track_missing(state: &mut DaemonSetState, nodes: &Keyed<Node>, ids: &NodeIds,
     }
     let missing: Vec<Str> = nodes.keys().filter(|node| state.pods_on(ids, node).is_none()).cloned().collect();
     for node in missing {
-        state.track_uncovered(&node, true, false, since);
+        state.track_uncovered((&node, ids.get(&node)), true, false, since);
     }
 }
