@@ -57,11 +57,16 @@ impl Watch {
         batch: &mut Vec<Event<K>>,
     ) -> Result<(), CallError> {
         // Last heard, and nudges since; one timer for the nudge or the stall, whichever is first.
-        let (mut heard, mut nudges) = (Instant::now(), 0);
+        // `heard` is read from the clock before a wait, not at every event: clock reads were
+        // 2% of the exporter's CPU to ready on a streamed list (perf), one per event of them.
+        let (mut heard, mut nudges, mut heard_since) = (Instant::now(), 0, false);
         loop {
             let ready = if batch.is_empty() { None } else { events.next().now_or_never() };
             if ready.is_none() && !batch.is_empty() {
                 self.apply_batch(scope, std::mem::take(batch));
+            }
+            if ready.is_none() && std::mem::take(&mut heard_since) {
+                (heard, nudges) = (Instant::now(), 0);
             }
             let (limit, every) = (cursor.silence.limit(), cursor.silence.nudge_every());
             let (stall_at, nudge_at) = (heard + limit, heard + every * (nudges + 1));
@@ -82,7 +87,7 @@ impl Watch {
                     }
                 },
             };
-            (heard, nudges) = (Instant::now(), 0);
+            heard_since = true;
             let (event, version) = match next {
                 None => return Ok(()),
                 Some(Err(error)) => return Err(error),
