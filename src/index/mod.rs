@@ -329,7 +329,7 @@ impl Index {
     ) {
         let verdict = verdict.or_else(|| self.departed_verdict(owner, (node, id)));
         // Every cached node has a number (`NodeIds`), which knows whether it is cached.
-        let node_exists = id.is_some_and(|id| self.node_ids.node(id).is_some());
+        let node_exists = self.node_ids.is_cached(id);
         let synced = self.synced();
         let min_ready = self.daemonsets.objects.get(owner).map_or(0, |ds| ds.min_ready_seconds);
         let Some(state) = self.state.get_mut(owner) else { return };

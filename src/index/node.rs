@@ -63,8 +63,8 @@ impl Stored for Node {
             }
         }
         let name = node.name.clone();
-        let (slot, _) = index.nodes.objects.insert(node);
-        index.node_ids.set_node(id, Some(slot));
+        index.nodes.objects.insert(node);
+        index.node_ids.set_cached(id, true);
         for uid in departed {
             index.refresh_pair(&uid, (&name, Some(id)), since, None);
         }
@@ -76,7 +76,7 @@ impl Stored for Node {
         let since = index.since();
         let id = index.node_ids.get(&node.name);
         if let Some(id) = id {
-            index.node_ids.set_node(id, None);
+            index.node_ids.set_cached(id, false);
         }
         for state in index.state.values_mut() {
             if let Some(id) = id {

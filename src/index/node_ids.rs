@@ -1,7 +1,6 @@
 //! Node names as small numbers, so that what a DaemonSet keeps per node can be a column
 //! indexed by node rather than a hash table keyed by name.
 
-use super::keyed::Slot;
 use crate::model::{FastMap, Str};
 
 /// A node name's number. Numbers of names nothing uses any more are reused.
@@ -42,10 +41,10 @@ const SWEEP_SLACK: usize = 1024;
 #[derive(Debug)]
 struct Numbered {
     name: Str,
-    /// The node's slot in the node store while it is cached: a pod event asks whether its
-    /// node exists, and at 65,000 nodes the node table's lookup by name misses the cache
-    /// three times where this column, read by the number the event has already, misses once.
-    node: Option<Slot>,
+    /// Whether its node is cached: a pod event asks whether its node exists, and at 65,000
+    /// nodes the node table's lookup by name misses the cache three times where this column,
+    /// read by the number the event has already, misses once.
+    cached: bool,
 }
 
 impl NodeIds {
@@ -58,7 +57,7 @@ impl NodeIds {
         if let Some(id) = self.get(name) {
             return id;
         }
-        let numbered = Numbered { name: name.clone(), node: None };
+        let numbered = Numbered { name: name.clone(), cached: false };
         let id = match self.free.pop() {
             Some(id) => {
                 self.names[id.index()] = Some(numbered);
@@ -79,16 +78,16 @@ impl NodeIds {
         self.names.get(id.index())?.as_ref().map(|numbered| &numbered.name)
     }
 
-    /// Records where the node numbered `id` is in the node store, or that it is not cached.
-    pub(super) fn set_node(&mut self, id: NodeId, slot: Option<Slot>) {
+    /// Records whether the node numbered `id` is cached.
+    pub(super) fn set_cached(&mut self, id: NodeId, cached: bool) {
         if let Some(Some(numbered)) = self.names.get_mut(id.index()) {
-            numbered.node = slot;
+            numbered.cached = cached;
         }
     }
 
-    /// The slot of the cached node numbered `id`, if it is cached.
-    pub(super) fn node(&self, id: NodeId) -> Option<Slot> {
-        self.names.get(id.index())?.as_ref()?.node
+    /// Whether the node numbered `id` is cached; a name without a number has no node cached.
+    pub(super) fn is_cached(&self, id: Option<NodeId>) -> bool {
+        id.and_then(|id| self.names.get(id.index())?.as_ref()).is_some_and(|numbered| numbered.cached)
     }
 
     /// How many names have a number.
@@ -110,7 +109,7 @@ impl NodeIds {
     pub(super) fn sweep(&mut self, in_use: impl Fn(NodeId) -> bool) {
         for (at, entry) in self.names.iter_mut().enumerate() {
             let id = NodeId::at(at);
-            if let Some(numbered) = entry.take_if(|numbered| numbered.node.is_none() && !in_use(id)) {
+            if let Some(numbered) = entry.take_if(|numbered| !numbered.cached && !in_use(id)) {
                 self.ids.remove(&numbered.name);
                 self.free.push(id);
             }
@@ -140,13 +139,20 @@ mod tests {
     fn a_cached_nodes_number_outlives_its_claims_and_goes_after_the_node() {
         let mut ids = NodeIds::default();
         let (cached, claimed) = (ids.assign(&Str::from("cached")), ids.assign(&Str::from("claimed")));
-        ids.set_node(cached, Some(Slot::at(7)));
-        assert_eq!((ids.node(cached), ids.node(claimed)), (Some(Slot::at(7)), None));
+        ids.set_cached(cached, true);
+        assert_eq!(
+            (ids.is_cached(Some(cached)), ids.is_cached(Some(claimed)), ids.is_cached(None)),
+            (true, false, false)
+        );
         ids.sweep(|_| false);
         assert_eq!((ids.get("cached"), ids.get("claimed")), (Some(cached), None), "kept while cached");
-        ids.set_node(cached, None);
+        ids.set_cached(cached, false);
         ids.sweep(|_| false);
-        assert_eq!((ids.get("cached"), ids.node(cached)), (None, None), "freed once neither cached nor claimed");
+        assert_eq!(
+            (ids.get("cached"), ids.is_cached(Some(cached))),
+            (None, false),
+            "freed once neither cached nor claimed"
+        );
     }
 
     #[test]
