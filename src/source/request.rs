@@ -4,8 +4,10 @@
 //! Gzip is asked for and inflated here too (`Compression`), because the client's layer
 //! inflates only the first gzip member of a watch, and 1.37 closes a member at each flush.
 
+use std::pin::Pin;
 use std::time::Duration;
 
+use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt, TryStreamExt};
 use http_body_util::{BodyExt, Limited};
 use kube::Client;
@@ -13,12 +15,11 @@ use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube::client::Body;
 use kube::core::{Request, Status};
 use serde::de::DeserializeOwned;
-use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead;
 use tokio_util::io::StreamReader;
 
 use super::advice;
-use super::lines::{LineError, Lines};
+use super::lines::{ChunkLines, LineError, Lines};
 use super::progress::Failure;
 
 /// The longest watch line read: an object's limit in etcd is 1.5 MiB, a few times that
@@ -177,17 +178,16 @@ pub async fn watch<K: DeserializeOwned + Clone>(
     ask(&mut request, compression);
     let response = send(client, request, idle).await?;
     let inflate = gzipped(&response);
-    let bytes = StreamReader::new(response.into_body().into_data_stream().map_err(std::io::Error::other));
-    let body: Box<dyn AsyncRead + Send + Unpin> = if inflate {
-        // Kubernetes 1.37 closes a gzip member at each flush of a streamed list.
-        let mut members = async_compression::tokio::bufread::GzipDecoder::new(bytes);
-        members.multiple_members(true);
-        Box::new(members)
-    } else {
-        Box::new(bytes)
-    };
+    let chunks = response.into_body().into_data_stream().map_err(std::io::Error::other);
     // Split as bytes; `decode` checks each line's UTF-8 whole.
-    let lines = FramedRead::new(body, Lines::new(MAX_LINE));
+    let lines: Pin<Box<dyn Stream<Item = Result<Bytes, LineError>> + Send>> = if inflate {
+        // Kubernetes 1.37 closes a gzip member at each flush of a streamed list.
+        let mut members = async_compression::tokio::bufread::GzipDecoder::new(StreamReader::new(chunks));
+        members.multiple_members(true);
+        Box::pin(FramedRead::new(members, Lines::new(MAX_LINE)).map_ok(BytesMut::freeze))
+    } else {
+        Box::pin(ChunkLines::new(chunks, MAX_LINE))
+    };
     Ok(lines.map(|line| match line {
         Ok(line) => decode(&line, "a watch event", locate_in_event::<K>),
         Err(LineError::Io(error)) => Err(CallError::Cut(error.to_string())),

@@ -111,7 +111,13 @@ impl Default for Telemetry {
 
 impl Telemetry {
     pub fn record_event(&self, resource: Resource, kind: EventType, now_ms: i64) {
-        self.watch_events.get_or_create(&EventLabels { resource: resource.as_str(), r#type: kind.as_str() }).inc();
+        self.record_events(resource, kind, 1, now_ms);
+    }
+
+    /// `count` events of one kind, received together.
+    pub fn record_events(&self, resource: Resource, kind: EventType, count: u64, now_ms: i64) {
+        let labels = EventLabels { resource: resource.as_str(), r#type: kind.as_str() };
+        self.watch_events.get_or_create(&labels).inc_by(count);
         self.last_event[resource as usize].store(now_ms / 1000, Ordering::Relaxed);
     }
 

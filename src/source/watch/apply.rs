@@ -11,6 +11,10 @@ use crate::index::Indexed;
 use crate::k8s::convert::ConvertError;
 use crate::telemetry::EventType;
 
+/// Events taken from a watch or a list before they are applied, at most: enough for their
+/// lookups to overlap, few enough that no reader of the index waits long on the lock.
+pub(super) const MAX_BATCH: usize = 64;
+
 impl Watch {
     /// Apply one event to the index, counting it. An object that cannot be read is left
     /// out and counted; the watch goes on.
@@ -48,8 +52,9 @@ impl Watch {
             return batch.into_iter().for_each(|event| self.apply(scope, event));
         }
         let (resource, now_ms, count) = (K::RESOURCE, unix_ms(), batch.len());
-        for event in &batch {
-            self.telemetry.record_event(resource, EventType::of(event), now_ms);
+        // Counted by runs of one kind: a streamed list's batch is all of one.
+        for run in batch.chunk_by(|a, b| EventType::of(a) == EventType::of(b)) {
+            self.telemetry.record_events(resource, EventType::of(&run[0]), run.len() as u64, now_ms);
         }
         let applying = Instant::now();
         let rejected: Vec<_> = self.shared.update(|index| {

@@ -8,13 +8,10 @@ use futures::{FutureExt, Stream, StreamExt};
 use kube::api::WatchEvent;
 use kube::runtime::watcher::Event;
 
+use super::apply::MAX_BATCH;
 use super::{Cursor, Endpoint, Listed, Watch};
 use crate::clock::unix_ms;
 use crate::source::request::{self, CallError};
-
-/// Events taken from a watch before they are applied, at most: enough for their lookups to
-/// overlap, few enough that no reader of the index waits long on the lock.
-const MAX_BATCH: usize = 64;
 
 impl Watch {
     /// One watch call: apply its events until the server closes it (`Ok`) or it fails.

@@ -4,10 +4,11 @@
 use std::pin::pin;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::api::WatchParams;
 use kube::runtime::watcher::Event;
 
+use super::apply::MAX_BATCH;
 use super::{Endpoint, Listed, Watch};
 use crate::source::request::{self, CallError, PageSizes};
 use crate::source::stream_list::{self, Initial, ListMode};
@@ -72,9 +73,19 @@ impl Watch {
             request::watch::<K>(&self.client, &endpoint.url_path, &params, "", self.config.compression, idle).await?;
         let mut events = pin!(events);
         self.apply(scope, Event::<K>::Init);
+        // The objects there to take at once are applied together, and only then is the
+        // clock read for `progress`: applying each on its own, with its clock reads, was a
+        // tenth of the exporter's CPU to ready (perf). Those taken when the list fails go
+        // with it, as the next `Init` drops those applied.
+        let mut batch = Vec::new();
         loop {
-            let Ok(next) = tokio::time::timeout(idle, events.next()).await else {
-                return Err(CallError::Stalled(idle));
+            let ready = events.next().now_or_never();
+            if ready.is_none() || batch.len() == MAX_BATCH {
+                self.apply_list_batch(scope, &mut batch, progress);
+            }
+            let next = match ready {
+                Some(next) => next,
+                None => tokio::time::timeout(idle, events.next()).await.map_err(|_| CallError::Stalled(idle))?,
             };
             let event = match next {
                 None => {
@@ -84,12 +95,31 @@ impl Watch {
                 }
                 Some(event) => event?,
             };
-            *progress = Some(Instant::now());
             match stream_list::initial(event)? {
-                Initial::Object(object) => self.apply(scope, Event::InitApply(object)),
-                Initial::End(resource_version) => return Ok(resource_version),
-                Initial::Ignored(why) => return Err(CallError::NoStreaming(why.into())),
+                Initial::Object(object) => batch.push(Event::InitApply(object)),
+                Initial::End(resource_version) => {
+                    self.apply_batch(scope, std::mem::take(&mut batch));
+                    *progress = Some(Instant::now());
+                    return Ok(resource_version);
+                }
+                Initial::Ignored(why) => {
+                    *progress = Some(Instant::now());
+                    return Err(CallError::NoStreaming(why.into()));
+                }
             }
+        }
+    }
+
+    /// Apply the list's objects taken so far, if any, and note that the list progressed.
+    fn apply_list_batch<K: Listed>(
+        &self,
+        scope: Option<&str>,
+        batch: &mut Vec<Event<K>>,
+        progress: &mut Option<Instant>,
+    ) {
+        if !batch.is_empty() {
+            self.apply_batch(scope, std::mem::take(batch));
+            *progress = Some(Instant::now());
         }
     }
 
@@ -112,8 +142,9 @@ impl Watch {
             let (url_path, compression) = (&endpoint.url_path, self.config.compression);
             let page = request::list_page::<K>(&self.client, url_path, &params, compression, idle, &mut sizes).await?;
             *progress = Some(Instant::now());
-            for object in page.items {
-                self.apply(scope, Event::InitApply(object));
+            let mut objects = page.items.into_iter().map(Event::InitApply).peekable();
+            while objects.peek().is_some() {
+                self.apply_batch(scope, objects.by_ref().take(MAX_BATCH).collect());
             }
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => params.continue_token = Some(token),
