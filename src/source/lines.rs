@@ -2,15 +2,14 @@
 //! against its list of delimiters, and that loop was a fifth of the exporter's CPU to ready
 //! on a streamed list; `memchr` finds the newline a word or a vector at a time.
 //!
-//! `Lines` splits a buffer that a reader fills (an inflated body); `ChunkLines` splits a body
-//! as its chunks arrive, without reading it into a buffer first.
+//! The body is split as its chunks arrive, without reading it into a buffer first: an
+//! identity body's chunks as hyper gives them, an inflated one's as the decoder fills them.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt};
-use tokio_util::codec::Decoder;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LineError {
@@ -20,56 +19,10 @@ pub enum LineError {
     TooLong(usize),
 }
 
-/// Lines of at most `max` bytes, without their newline. A last line with no newline is
-/// still a line: the caller's decoder then says whether it was cut.
-pub struct Lines {
-    max: usize,
-    /// How much of the buffer holds no newline: searched already, on the last call.
-    searched: usize,
-}
-
-impl Lines {
-    pub fn new(max: usize) -> Self {
-        Self { max, searched: 0 }
-    }
-}
-
-impl Decoder for Lines {
-    type Item = BytesMut;
-    type Error = LineError;
-
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, LineError> {
-        match memchr::memchr(b'\n', &buf[self.searched..]) {
-            Some(at) => {
-                let end = self.searched + at;
-                self.searched = 0;
-                if end > self.max {
-                    return Err(LineError::TooLong(self.max));
-                }
-                let mut line = buf.split_to(end + 1);
-                line.truncate(end);
-                Ok(Some(line))
-            }
-            None if buf.len() > self.max => Err(LineError::TooLong(self.max)),
-            None => {
-                self.searched = buf.len();
-                Ok(None)
-            }
-        }
-    }
-
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, LineError> {
-        if let Some(line) = self.decode(buf)? {
-            return Ok(Some(line));
-        }
-        self.searched = 0;
-        Ok((!buf.is_empty()).then(|| buf.split()))
-    }
-}
-
-/// The lines of a body as its chunks arrive, split as `Lines` splits them. A line that lies
-/// within one chunk is a slice of it; only one that spans chunks is copied. Reading the body
-/// into a buffer to split it copied every byte once more.
+/// The lines of a body as its chunks arrive: at most `max` bytes each, without their newline.
+/// A last line with no newline is still a line: the caller's decoder then says whether it was
+/// cut. A line that lies within one chunk is a slice of it; only one that spans chunks is
+/// copied. Reading the body into a buffer to split it copied every byte once more.
 pub struct ChunkLines<S> {
     chunks: S,
     max: usize,
@@ -131,14 +84,7 @@ mod tests {
 
     use super::*;
 
-    /// The lines `Lines` and `ChunkLines` split the chunks into, checked the same.
     fn split(chunks: &[&[u8]], max: usize) -> Vec<Result<Vec<u8>, String>> {
-        let by_buffer = split_buffered(chunks, max);
-        assert_eq!(split_chunks(chunks, max), by_buffer, "both splitters agree on {chunks:?}");
-        by_buffer
-    }
-
-    fn split_chunks(chunks: &[&[u8]], max: usize) -> Vec<Result<Vec<u8>, String>> {
         let chunks = futures::stream::iter(chunks.iter().map(|c| Ok(Bytes::copy_from_slice(c))));
         let out: Vec<_> = ChunkLines::new(chunks, max)
             .map(|line| line.map(|l| l.to_vec()).map_err(|e| e.to_string()))
@@ -153,26 +99,6 @@ mod tests {
     fn lines_of(chunks: Vec<Result<Bytes, std::io::Error>>) -> Vec<Result<Bytes, LineError>> {
         let lines = ChunkLines::new(futures::stream::iter(chunks), 64).collect::<Vec<_>>();
         lines.now_or_never().expect("the chunks are all there")
-    }
-
-    fn split_buffered(chunks: &[&[u8]], max: usize) -> Vec<Result<Vec<u8>, String>> {
-        let mut lines = Lines::new(max);
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            buf.extend_from_slice(chunk);
-            loop {
-                match lines.decode(&mut buf) {
-                    Ok(Some(line)) => out.push(Ok(line.to_vec())),
-                    Ok(None) => break,
-                    Err(error) => return [out, vec![Err(error.to_string())]].concat(),
-                }
-            }
-        }
-        while let Some(line) = lines.decode_eof(&mut buf).transpose() {
-            out.push(line.map(|l| l.to_vec()).map_err(|e| e.to_string()));
-        }
-        out
     }
 
     #[test]

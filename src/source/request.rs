@@ -7,7 +7,7 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
 use http_body_util::{BodyExt, Limited};
 use kube::Client;
@@ -15,16 +15,18 @@ use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube::client::Body;
 use kube::core::{Request, Status};
 use serde::de::DeserializeOwned;
-use tokio_util::codec::FramedRead;
-use tokio_util::io::StreamReader;
+use tokio_util::io::{ReaderStream, StreamReader};
 
 use super::advice;
-use super::lines::{ChunkLines, LineError, Lines};
+use super::lines::{ChunkLines, LineError};
 use super::progress::Failure;
 
 /// The longest watch line read: an object's limit in etcd is 1.5 MiB, a few times that
 /// once escaped; anything longer is not an event.
 const MAX_LINE: usize = 16 * 1024 * 1024;
+/// The most of an inflated watch body read at once: an object or a few per read, so few lines
+/// span two reads and are copied.
+const INFLATED_CHUNK: usize = 64 * 1024;
 /// The most of an error answer's body read for its message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -180,14 +182,15 @@ pub async fn watch<K: DeserializeOwned + Clone>(
     let inflate = gzipped(&response);
     let chunks = response.into_body().into_data_stream().map_err(std::io::Error::other);
     // Split as bytes; `decode` checks each line's UTF-8 whole.
-    let lines: Pin<Box<dyn Stream<Item = Result<Bytes, LineError>> + Send>> = if inflate {
+    let chunks: Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>> = if inflate {
         // Kubernetes 1.37 closes a gzip member at each flush of a streamed list.
         let mut members = async_compression::tokio::bufread::GzipDecoder::new(StreamReader::new(chunks));
         members.multiple_members(true);
-        Box::pin(FramedRead::new(members, Lines::new(MAX_LINE)).map_ok(BytesMut::freeze))
+        Box::pin(ReaderStream::with_capacity(members, INFLATED_CHUNK))
     } else {
-        Box::pin(ChunkLines::new(chunks, MAX_LINE))
+        Box::pin(chunks)
     };
+    let lines = ChunkLines::new(chunks, MAX_LINE);
     Ok(lines.map(|line| match line {
         Ok(line) => decode(&line, "a watch event", locate_in_event::<K>),
         Err(LineError::Io(error)) => Err(CallError::Cut(error.to_string())),
