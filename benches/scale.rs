@@ -36,6 +36,7 @@ use misschedule_exporter::report::explain::Selection;
 use misschedule_exporter::report::format::Format;
 use misschedule_exporter::report::metrics;
 use misschedule_exporter::shared::Shared;
+use misschedule_exporter::source::decode::Wire;
 use misschedule_exporter::telemetry::Telemetry;
 use misschedule_exporter::whatif::edit::{LABEL_MANAGER, LabelEdit, TAINT_MANAGER, TaintEdit};
 use misschedule_exporter::whatif::{Effect, simulate};
@@ -121,7 +122,7 @@ impl std::ops::AddAssign for ColdStart {
 fn initial_list<A, W>(index: &mut Index, objects: impl Iterator<Item = A>, page_size: usize) -> ColdStart
 where
     A: Serialize,
-    W: Indexed + DeserializeOwned,
+    W: Indexed + Wire,
 {
     let mut spent = ColdStart::default();
     let mut objects = objects.peekable();
@@ -133,10 +134,9 @@ where
         let bytes = serde_json::to_vec(&page).unwrap();
         drop(page);
         let started = Instant::now();
-        // As kube's client reads a response: checked as UTF-8 once, then parsed as a str.
-        let text = String::from_utf8(bytes).unwrap();
-        let page: Page<W> = serde_json::from_str(&text).unwrap();
-        drop(text);
+        // As the exporter's own list call reads a page (source::decode).
+        let page: Page<W> = W::by_simd(&bytes).unwrap_or_else(|| serde_json::from_slice(&bytes).unwrap());
+        drop(bytes);
         let decoded = Instant::now();
         for obj in page.items {
             index.apply(Event::InitApply(obj)).unwrap();

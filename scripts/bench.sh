@@ -225,12 +225,17 @@ recovery bounds and print the times they measured.
 - The slim wire shapes (\`k8s/slim/\`) skip everything classification does not read
   (containers, status but the phase, managedFields, node images) while parsing; lists
   decode several times faster than into k8s-openapi's full types.
-- The JSON parser stays \`serde_json\`. Over one page of 500 full pods, decoded 300 to 400
-  times into the slim shape and into \`IgnoredAny\` (scratch crates, not kept in the repo),
-  neither SIMD crate, built as a portable binary is, was faster here: sonic-rs 0.5 (no
-  \`target-cpu\`) read the page at about the same speed and skipped it slower; simd-json 0.17
-  (\`runtime-detection\`) read it at 330 MB/s and built its tape alone at 420 MB/s, against
-  500–535 and 1,080–1,250 MB/s for \`serde_json\`.
+- Pods and nodes are decoded by sonic-rs 0.5 (SIMD, built for the portable baseline: SSE2
+  on x86-64), everything else and every failure by \`serde_json\` (\`source/decode.rs\`).
+  Paired end-to-end runs at 5,000 nodes on 2026-11-29, the binary swapped between runs:
+  exporter CPU to ready 1.13 -> 1.03 s streamed (4 pairs) and 1.20 -> 1.10 s paged (4 pairs),
+  every pair lower; at 65,000 nodes streamed, 16.7 -> 15.2 s (1 pair). It costs 1.6 MB of
+  code and 1-1.5 MiB of RSS (file pages); decoding all four kinds by it cost 6 MB of code
+  (k8s-openapi's DaemonSet and ControllerRevision are large), for kinds a cluster has a few
+  hundred of. An earlier
+  in-process test (one page of 500 pods, decoded 300-400 times) had found sonic-rs no faster
+  than \`serde_json\` there, and simd-json 0.17 (\`runtime-detection\`) slower (330 MB/s
+  read, against 500-535 MB/s); the end-to-end runs measure what ships.
 - Huge pages go to the index's large arrays alone (\`allocator/huge_pages.rs\`): each pod
   and node store's hash table and 2 MiB chunks of slots. At 65,000 nodes that applied
   events 9–10% faster with the same RSS. jemalloc's \`thp:always\` for the whole heap was

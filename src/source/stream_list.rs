@@ -7,7 +7,7 @@
 
 use kube::api::WatchEvent;
 
-use super::request::CallError;
+use super::call_error::CallError;
 
 /// The annotation of the bookmark that ends a streaming list's initial events.
 pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";

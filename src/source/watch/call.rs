@@ -11,7 +11,8 @@ use kube::runtime::watcher::Event;
 use super::apply::MAX_BATCH;
 use super::{Cursor, Endpoint, Listed, Watch};
 use crate::clock::unix_ms;
-use crate::source::request::{self, CallError};
+use crate::source::call_error::CallError;
+use crate::source::request;
 
 impl Watch {
     /// One watch call: apply its events until the server closes it (`Ok`) or it fails.

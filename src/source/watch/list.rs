@@ -10,7 +10,8 @@ use kube::runtime::watcher::Event;
 
 use super::apply::MAX_BATCH;
 use super::{Endpoint, Listed, Watch};
-use crate::source::request::{self, CallError, PageSizes};
+use crate::source::call_error::CallError;
+use crate::source::request::{self, PageSizes};
 use crate::source::stream_list::{self, Initial, ListMode};
 use crate::telemetry::ListedBy;
 

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use kube::Client;
 use kube::api::{ListParams, VersionMatch, WatchParams};
-use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 
 use crate::clock::unix_ms;
@@ -19,8 +18,10 @@ use crate::index::Indexed;
 use crate::k8s::slim::{SlimNode, SlimPod};
 use crate::shared::{Shared, WatchHealth};
 use crate::source::burst::Burst;
+use crate::source::call_error::CallError;
+use crate::source::decode::Wire;
 use crate::source::progress::{Call, End, Failure, Next, Silence, after_call, is_short};
-use crate::source::request::{CallError, Compression};
+use crate::source::request::Compression;
 use crate::source::retry::{Attempt, Retry};
 use crate::source::stream_list::ListMode;
 use crate::telemetry::Telemetry;
@@ -102,14 +103,11 @@ pub fn spawn_all(client: Client, config: &WatchConfig, shared: Arc<Shared>, tele
 /// A resource a watch lists and watches: indexed, decoded from the API server's JSON, one of
 /// the four static kinds.
 pub(super) trait Listed:
-    Indexed + kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static
+    Indexed + kube::Resource<DynamicType = ()> + Clone + Wire + Debug + Send + 'static
 {
 }
 
-impl<K> Listed for K where
-    K: Indexed + kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static
-{
-}
+impl<K> Listed for K where K: Indexed + kube::Resource<DynamicType = ()> + Clone + Wire + Debug + Send + 'static {}
 
 /// What a watch task talks to and reports to.
 #[derive(Clone)]
