@@ -176,10 +176,11 @@ does) and the exporter pages. A fourth has it stream them gzipped (with
 flush).
 
 Three more rows per run, for #41's targets. The peak RSS is the exporter's VmHWM when it is
-ready, against its RSS 3 s later. The two decode floors are measured in the same run, after
-the exporter is ready: up to four pages of 500 objects of each kind, spread over the list,
-decoded by \`serde_json\` into \`IgnoredAny\` (a tokenizer that keeps nothing) and by CPython's
-\`json.loads\` (best of three each), and scaled by the bytes of each kind the run served.
+ready, against its RSS 3 s later. The two decode floors are measured in the same run, once
+the exporter has answered and been stopped: up to four pages of 500 objects of each kind,
+spread over the list, decoded by \`serde_json\` into \`IgnoredAny\` (a tokenizer that keeps
+nothing) and by CPython's \`json.loads\` (best of five each), and scaled by the bytes of each
+kind the run served.
 
 $end_to_end
 
