@@ -36,7 +36,7 @@ use misschedule_exporter::report::explain::Selection;
 use misschedule_exporter::report::format::Format;
 use misschedule_exporter::report::metrics;
 use misschedule_exporter::shared::Shared;
-use misschedule_exporter::source::decode::Wire;
+use misschedule_exporter::source::decode::{Wire, decode};
 use misschedule_exporter::telemetry::Telemetry;
 use misschedule_exporter::whatif::edit::{LABEL_MANAGER, LabelEdit, TAINT_MANAGER, TaintEdit};
 use misschedule_exporter::whatif::{Effect, simulate};
@@ -134,8 +134,8 @@ where
         let bytes = serde_json::to_vec(&page).unwrap();
         drop(page);
         let started = Instant::now();
-        // As the exporter's own list call reads a page (source::decode).
-        let page: Page<W> = W::by_simd(&bytes).unwrap_or_else(|| serde_json::from_slice(&bytes).unwrap());
+        // As the exporter's own list call reads a page.
+        let page: Page<W> = decode::<W, _>(&bytes, "a page", |_| None).unwrap();
         drop(bytes);
         let decoded = Instant::now();
         for obj in page.items {

@@ -37,7 +37,8 @@ impl Wire for ControllerRevision {}
 /// Decode one JSON document of kind `K` (an event of it, or a list page): by sonic-rs where
 /// `K` says so, and where that fails, by serde_json. serde_json stays the judge of what is
 /// refused, and says what is wrong in one line; sonic-rs quotes the input over several.
-pub(super) fn decode<K: Wire, T: DeserializeOwned>(
+/// Public for the scale bench, which reads its pages as the exporter does.
+pub fn decode<K: Wire, T: DeserializeOwned>(
     bytes: &[u8],
     what: &'static str,
     locate: fn(&[u8]) -> Option<String>,
