@@ -156,7 +156,7 @@ impl DaemonSetState {
 
     /// Whether the node numbered `id` is in `skips`; a node without a number is not cached,
     /// and so not skipped.
-    fn is_skipped(&self, id: Option<NodeId>) -> bool {
+    pub(super) fn is_skipped(&self, id: Option<NodeId>) -> bool {
         id.is_some_and(|id| self.skipped.get(id.index()).unwrap_or(false))
     }
 

@@ -73,15 +73,21 @@ impl Interner {
 
     /// The shared thin pointer to `s` (a pod's node name).
     pub fn thin_str(&mut self, s: &str) -> ThinStr {
-        let hash = self.hasher.hash_one(s);
-        if let Some(existing) = self.thin_strs.find(hash, |t| ***t == *s) {
+        if let Some(existing) = self.existing_thin_str(s) {
             return existing.clone();
         }
+        let hash = self.hasher.hash_one(s);
         let thin = ThinStr::new(self.str(s));
         let hasher = &self.hasher;
         self.thin_strs.insert_unique(hash, thin.clone(), |t| hasher.hash_one(&***t));
         self.note_insert();
         thin
+    }
+
+    /// The thin pointer to `s` if one is shared already; changes nothing, so that a batch of
+    /// pod events can look their node names up ahead of converting them (`Indexed::warm`).
+    pub fn existing_thin_str(&self, s: &str) -> Option<&ThinStr> {
+        self.thin_strs.find(self.hasher.hash_one(s), |t| ***t == *s)
     }
 
     /// The shared list of `keys`, in their order, looked up before anything is built.
