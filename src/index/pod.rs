@@ -96,12 +96,13 @@ impl Indexed for SlimPod {
         let slots: Vec<Option<Slot>> = pods.iter().map(|(_, _, uid)| index.pods.objects.slot(uid)).collect();
         for (&(_, pod, _), slot) in pods.iter().zip(&slots).filter(|((delete, ..), _)| *delete) {
             let cached = slot.map(|slot| index.pods.objects.at(slot).target_node().map(|n| n.len()));
-            let id = node_of(pod).and_then(|node| index.node_ids.get(node));
+            let node = node_of(pod);
+            let id = node.and_then(|node| index.node_ids.get(node));
             let state = pod.controller_uid.as_deref().and_then(|owner| index.state.get(owner));
             std::hint::black_box((
                 cached,
                 id.zip(state).map(|(id, state)| state.claimed.get(id)),
-                node_of(pod).map(|node| index.nodes.objects.slot(node)),
+                node.map(|node| index.nodes.objects.slot(node)),
             ));
         }
         let deleted_before = |at: usize| pods[..at].iter().any(|(delete, _, uid)| *delete && *uid == pods[at].2);
