@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use misschedule_exporter::rules::eligibility::should_run;
 use misschedule_exporter::model::{
-    Node, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect, Toleration,
-    TolerationOperator,
+    LabelSet, Node, NodeManagers, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect,
+    Toleration, TolerationOperator,
 };
+use misschedule_exporter::rules::eligibility::should_run;
 
 /// Few keys, so that selectors, labels and taints actually meet; free-form values.
 #[derive(Arbitrary, Debug)]
@@ -77,10 +77,12 @@ fuzz_target!(|input: Input| {
         .collect();
     let node = Node {
         name: s(&input.node_name),
-        labels: Arc::new(labels),
-        taints,
-        nfd_label_keys: Vec::new(),
-        nfd_taint_keys: Vec::new(),
+        labels: Arc::new(labels.into_iter().collect::<LabelSet>()),
+        taints: taints.into(),
+        nfd_label_keys: Arc::from([]),
+        nfd_taint_keys: Arc::from([]),
+        managers: NodeManagers::default(),
+        fingerprint: None,
     };
     let mut node_selector: Vec<(Str, Str)> = input.node_selector.iter().map(|(k, v)| (s(k.as_str()), s(v))).collect();
     node_selector.sort();
@@ -113,8 +115,9 @@ fuzz_target!(|input: Input| {
     let verdict = should_run(&node, &placement);
 
     // PreferNoSchedule never matters.
-    let mut softer = node.clone();
-    softer.taints.push(Taint { key: s("soft"), value: s(""), effect: TaintEffect::PreferNoSchedule, time_added: None });
+    let mut softer_taints = node.taints.to_vec();
+    softer_taints.push(Taint { key: s("soft"), value: s(""), effect: TaintEffect::PreferNoSchedule, time_added: None });
+    let softer = Node { taints: softer_taints.into(), ..node.clone() };
     assert_eq!(should_run(&softer, &placement), verdict, "a PreferNoSchedule taint changed the verdict");
 
     // Tolerating everything (an empty key with Exists) leaves only placement to decide.
@@ -125,7 +128,7 @@ fuzz_target!(|input: Input| {
         value: s(""),
         effect: None,
     });
-    let without_taints = Node { taints: Vec::new(), ..node.clone() };
+    let without_taints = Node { taints: Box::new([]), ..node.clone() };
     assert_eq!(
         should_run(&node, &tolerant),
         should_run(&without_taints, &placement),

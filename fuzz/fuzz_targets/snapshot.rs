@@ -20,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
     if snapshot.load_into(&mut index, &[]).is_err() {
         return;
     }
-    let text = Exposition::new(Arc::new(Shared::new(index)), Default::default()).render().expect("rendering never fails");
+    let text =
+        Exposition::new(Arc::new(Shared::new(index)), Default::default()).render().expect("rendering never fails");
     assert!(text.ends_with("# EOF\n"));
 });
