@@ -60,4 +60,8 @@ rm -f "$stall_log"
 [ "$status" -eq 0 ] && [ "$stall_status" -eq 0 ] || { echo "[test] FAILED (cargo test exit $status, stall exit $stall_status)" >&2; exit 1; }
 # A short run of the scale benchmark: it checks its results at small size, not the targets.
 bash scripts/bench.sh --smoke
+# The fuzz targets are a crate of their own, run only by scripts/fuzz.sh (nightly): built here,
+# against the lock they ship with, so that a change to the model or the dependencies cannot
+# leave them unbuildable unnoticed (the placement target was, until 2026-11-30).
+cargo check --locked --manifest-path fuzz/Cargo.toml --bins
 echo "[test] done in $((SECONDS - started))s"
