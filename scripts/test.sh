@@ -2,7 +2,7 @@
 # Everything the test suite needs, then the suite. Safe to run on a fresh Debian machine with Go.
 #   - Debian packages: prometheus + prometheus-alertmanager (promtool, amtool, a real Prometheus
 #     and Alertmanager), jsonnet (renders the mixin), chromium (headless: the landing page in a
-#     real browser), openssl and curl (the lab)
+#     real browser), openssl and curl (the lab), g++ (libFuzzer, built by the fuzz targets' check)
 #   - PyPI helm-python-sdk 0.2.2 and kubernetes-validate for the chart tests
 #   - the lab (tests/lab/lab.sh): Kubernetes, etcd, KWOK, nfd-master and kube-state-metrics,
 #     built once from their Go modules and cached under ~/.cache/misschedule-exporter (7.5 min
@@ -15,9 +15,10 @@ cd "$(dirname "$0")/.."
 
 started=$SECONDS
 # promtool, amtool and Alertmanager for the alerting tests; a real Prometheus for the dashboard test;
-# jsonnet for the mixin; chromium to load the landing page.
+# jsonnet for the mixin; chromium to load the landing page; g++ for libFuzzer, which the fuzz
+# targets' build compiles.
 missing=()
-for pkg in prometheus prometheus-alertmanager jsonnet chromium; do
+for pkg in prometheus prometheus-alertmanager jsonnet chromium g++; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
