@@ -192,7 +192,9 @@ fn timed<K: Indexed>(index: &mut Index, events: Vec<Event<K>>, kind: &mut (usize
 const EVENT_BATCH: usize = 32;
 
 /// Watch events: 80% pod status updates, 10% node heartbeats, 1% drain taints added or
-/// removed, 9% pods deleted and recreated, on pods and nodes picked at random. Each is
+/// removed, 9% pods deleted and recreated, on pods and nodes picked at random. A drain
+/// flips the node's taint from what the index last saw, so that each one changes the node
+/// (the picks repeat nodes); a heartbeat sends the node as it is. Each is
 /// encoded as the API server sends it and decoded into the watcher's shape (untimed);
 /// applying it, and dropping it, is timed. The watcher applies at most 64 decoded events
 /// at a time, so the allocator reuses what the last batch freed; events are made in small
@@ -200,6 +202,8 @@ const EVENT_BATCH: usize = 32;
 struct EventMix<'s> {
     shape: &'s Shape,
     slots: Vec<(usize, usize)>,
+    /// Whether each node carries the drain taint now, as the events sent it last.
+    drained: Vec<bool>,
     nonce: u64,
     /// Every event of this kind (`Options::only`), in place of the mix.
     only: Option<usize>,
@@ -235,7 +239,22 @@ impl ByKind {
 
 impl<'s> EventMix<'s> {
     fn new(shape: &'s Shape, only: Option<usize>) -> Self {
-        Self { shape, slots: shape.pod_slots().collect(), nonce: 1, only }
+        let drained = (0..shape.nodes).map(|i| shape.draining(i)).collect();
+        Self { shape, slots: shape.pod_slots().collect(), drained, nonce: 1, only }
+    }
+
+    /// Node `i` as it is now: with the drain taint where `drained` says so.
+    fn node(&self, i: usize) -> Node {
+        let mut node = self.shape.node(i);
+        let taints = node.spec.as_mut().unwrap().taints.get_or_insert_default();
+        let has = taints.iter().any(|t| t.key == synth::DRAIN_TAINT);
+        if has && !self.drained[i] {
+            taints.retain(|t| t.key != synth::DRAIN_TAINT);
+        } else if !has && self.drained[i] {
+            let taint = serde_json::json!({"key": synth::DRAIN_TAINT, "value": "1", "effect": "NoSchedule"});
+            taints.push(serde_json::from_value(taint).unwrap());
+        }
+        node
     }
 
     /// The kind of the event numbered `nonce`, as `ByKind::KINDS` numbers them.
@@ -263,21 +282,10 @@ impl<'s> EventMix<'s> {
                 let (j, i) = self.slots[pick];
                 match self.kind(nonce) {
                     0 => updates.push(Event::Apply(decoded::<SlimPod>(&shape.pod(j, i, nonce)))),
-                    1 => heartbeats.push(Event::Apply(decoded::<SlimNode>(&shape.node(i)))),
+                    1 => heartbeats.push(Event::Apply(decoded::<SlimNode>(&self.node(i)))),
                     2 => {
-                        let mut node = shape.node(i);
-                        let taints = node.spec.as_mut().unwrap().taints.get_or_insert_default();
-                        if taints.iter().any(|t| t.key == synth::DRAIN_TAINT) {
-                            taints.retain(|t| t.key != synth::DRAIN_TAINT);
-                        } else {
-                            taints.push(
-                                serde_json::from_value(
-                                    serde_json::json!({"key": synth::DRAIN_TAINT, "value": "1", "effect": "NoSchedule"}),
-                                )
-                                .unwrap(),
-                            );
-                        }
-                        drains.push(Event::Apply(decoded::<SlimNode>(&node)));
+                        self.drained[i] = !self.drained[i];
+                        drains.push(Event::Apply(decoded::<SlimNode>(&self.node(i))));
                     }
                     _ => {
                         let pod = shape.pod(j, i, nonce);
@@ -295,9 +303,8 @@ impl<'s> EventMix<'s> {
     }
 }
 
-/// Events applied alternately to `index` (`events` goes on with its mix, so that its drains
-/// add taints as a new index's do rather than take back its own) and to an index of `nodes`
-/// nodes built beside it, in blocks, `count` each: this host's speed drifts by tens of
+/// Events applied alternately to `index` (`events` goes on with its mix) and to an index of
+/// `nodes` nodes built beside it, in blocks, `count` each: this host's speed drifts by tens of
 /// percent between runs minutes apart, so a ratio of two runs says more about the host than
 /// the index. Each block starts with the caches warm for the other index, as a block of a
 /// run of its own does not; blocks of 50,000 events make that a small share.

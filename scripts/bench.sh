@@ -98,7 +98,10 @@ carry the cluster-autoscaler's drain taint.
   connection each) for 10 s. Before those, one change to the index: the rows say what
   rendering and compressing that new generation cost, once.
 - Events: watch events (80% pod status updates, 10% node heartbeats, 1% drain
-  taints added or removed, 9% pods deleted and recreated), each encoded as the API
+  taints added or removed, 9% pods deleted and recreated), on nodes and pods picked at
+  random. Each drain flips its node's taint from what the index last saw, so that each
+  one is a change to re-evaluate against every DaemonSet (until 2026-11-30 the picks
+  repeated nodes, and most drains re-sent a taint the node had). Each is encoded as the API
   server sends it and decoded into the watcher's shape (untimed), then applied as the
   watcher applies the events of one watch that are there to take at once (up to 64):
   \`Index::warm\` looks up each one's cached object, all before any is applied so that
