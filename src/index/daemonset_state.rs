@@ -72,13 +72,17 @@ impl DaemonSetState {
             self.skipped.grow(at + 1 - self.skipped.len(), false);
         }
         self.skipped.set(at, skip.is_some());
-        let old = match skip.clone() {
+        // Compared before anything is cloned: most calls leave the skip as it was.
+        if self.skips.get(node) == skip.as_ref() {
+            return false;
+        }
+        if let Some(new) = &skip {
+            *self.skip_counts.entry((new.reason(), new.shared_key())).or_default() += 1;
+        }
+        let old = match skip {
             Some(s) => self.skips.insert(node.clone(), s),
             None => self.skips.remove(node),
         };
-        if old == skip {
-            return false;
-        }
         if let Some(old) = old {
             let key = (old.reason(), old.shared_key());
             if let Some(count) = self.skip_counts.get_mut(&key) {
@@ -87,9 +91,6 @@ impl DaemonSetState {
                     self.skip_counts.remove(&key);
                 }
             }
-        }
-        if let Some(new) = skip {
-            *self.skip_counts.entry((new.reason(), new.shared_key())).or_default() += 1;
         }
         true
     }
