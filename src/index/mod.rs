@@ -24,12 +24,14 @@ mod pod;
 mod resource;
 mod restore;
 mod revision;
+mod skip_counts;
 mod store;
 mod uncovered;
 mod view;
 
 use kube::runtime::watcher::Event;
 
+use self::claimed::Claims;
 use self::coverage::Verdict;
 use self::daemonset_state::DaemonSetState;
 pub use self::excerpt::Touched;
@@ -333,9 +335,9 @@ impl Index {
         let synced = self.synced();
         let min_ready = self.daemonsets.objects.get(owner).map_or(0, |ds| ds.min_ready_seconds);
         let Some(state) = self.state.get_mut(owner) else { return };
-        let claimed = id.and_then(|id| state.claimed.get(id));
         if synced {
-            let covered = first_pod_available(claimed, &self.pods.objects, min_ready, self.now);
+            let (pods, now) = (&self.pods.objects, self.now);
+            let covered = |claims: &Claims| first_pod_available(id.and_then(|id| claims.get(id)), pods, min_ready, now);
             state.track_uncovered((node, id), node_exists, covered, since);
         }
         if state.refresh((node, id), node_exists, since, verdict) {

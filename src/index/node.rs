@@ -3,7 +3,9 @@
 
 use kube::runtime::watcher::Event;
 
+use super::claimed::Claims;
 use super::coverage::{Flap, Verdict};
+use super::node_ids::NodeId;
 use super::resource::changed;
 use super::{Index, Indexed, Resource, Store, Stored, first_pod_available};
 use crate::k8s::convert::{self, ConvertError};
@@ -40,21 +42,18 @@ impl Stored for Node {
         }
         index.generation += 1;
         let since = index.since();
-        let flaps = index.flaps(&node);
+        let id = index.node_ids.assign(&node.name);
+        let flaps = index.flaps(&node, id);
         let synced = index.synced();
         let mut departed = Vec::new();
-        let id = index.node_ids.assign(&node.name);
         for (uid, ds) in index.daemonsets.objects.iter() {
             // Every cached DaemonSet has its state (`DaemonSet::upsert`). Looked up without
             // cloning the UID: a clone is an atomic write, which waits on every miss before it.
             let Some(state) = index.state.get_mut(uid) else { continue };
             state.set_skip((&node.name, id), should_run(&node, &ds.template));
             if synced {
-                let (pods, claimed) = (&index.pods.objects, state.claimed.get(id));
-                // A skipped node is not uncovered whatever its pod, which is read (at 65,000
-                // nodes a miss for each DaemonSet) only where the node is eligible.
-                let covered =
-                    state.is_skipped(Some(id)) || first_pod_available(claimed, pods, ds.min_ready_seconds, index.now);
+                let (pods, now) = (&index.pods.objects, index.now);
+                let covered = |claims: &Claims| first_pod_available(claims.get(id), pods, ds.min_ready_seconds, now);
                 state.track_uncovered((&node.name, Some(id)), true, covered, since);
             }
             state.refresh((&node.name, Some(id)), true, since, None);
@@ -96,22 +95,22 @@ impl Stored for Node {
 impl Index {
     /// The misscheduled episodes `new` ends while their pod stays, for skips the controller
     /// deletes for: the pod may be gone already, on a pod stream behind this one
-    /// (`coverage::Flap`). Read before `new` replaces the node, for the verdict it had.
-    fn flaps(&self, new: &Node) -> Vec<(Str, Flap)> {
+    /// (`coverage::Flap`). Read before `new` replaces the node, for the verdict it had; `id`
+    /// is its number.
+    fn flaps(&self, new: &Node, id: NodeId) -> Vec<(Str, Flap)> {
         let Some(old) = self.nodes.objects.get(&new.name) else { return Vec::new() };
         let mut flaps = Vec::new();
-        let id = self.node_ids.get(&new.name);
         for (uid, ds) in self.daemonsets.objects.iter() {
             let Some(state) = self.state.get(uid) else { continue };
             // Only a skipped node is misscheduled; its bit is in cache where, at 65,000 nodes,
             // the maps' buckets are not.
-            if !state.is_skipped(id) {
+            if !state.is_skipped(Some(id)) {
                 continue;
             }
             let (Some(since), Some(skip)) = (state.misscheduled.get(&new.name), state.skips.get(&new.name)) else {
                 continue;
             };
-            let pods = state.pods_on(&self.node_ids, &new.name).unwrap_or_default();
+            let pods = state.claimed.get(id).unwrap_or_default();
             let (&[pod], false) = (pods, skip.should_continue_running()) else { continue };
             let pod = self.pods.objects.at(pod);
             if should_run(new, &ds.template).is_some() {

@@ -52,7 +52,7 @@ impl Index {
             let Some(pods) = state.pods_on(&self.node_ids, &node) else { continue };
             let covered = first_pod_available(Some(pods), &self.pods.objects, min_ready, self.now);
             let id = self.node_ids.get(&node);
-            state.track_uncovered((&node, id), self.node_ids.is_cached(id), covered, since);
+            state.track_uncovered((&node, id), self.node_ids.is_cached(id), |_| covered, since);
         }
         for state in self.state.values_mut() {
             track_missing(state, &self.nodes.objects, &self.node_ids, since);
@@ -93,7 +93,7 @@ impl Index {
             .collect();
         for (node, covered) in claimed {
             let id = self.node_ids.get(&node);
-            state.track_uncovered((&node, id), self.node_ids.is_cached(id), covered, since);
+            state.track_uncovered((&node, id), self.node_ids.is_cached(id), |_| covered, since);
         }
         track_missing(state, &self.nodes.objects, &self.node_ids, since);
     }
@@ -128,6 +128,6 @@ fn track_missing(state: &mut DaemonSetState, nodes: &Keyed<Node>, ids: &NodeIds,
     }
     let missing: Vec<Str> = nodes.keys().filter(|node| state.pods_on(ids, node).is_none()).cloned().collect();
     for node in missing {
-        state.track_uncovered((&node, ids.get(&node)), true, false, since);
+        state.track_uncovered((&node, ids.get(&node)), true, |_| false, since);
     }
 }

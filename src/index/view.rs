@@ -118,7 +118,7 @@ impl<'a> DaemonSetView<'a> {
 
     /// Skipped nodes by (reason, key), sorted.
     pub fn ineligible_nodes(&self) -> Vec<(SkipReason, &'a Str, u32)> {
-        let mut rows: Vec<_> = self.state.skip_counts.iter().map(|((r, k), n)| (*r, k, *n)).collect();
+        let mut rows: Vec<_> = self.state.skip_counts.iter().collect();
         rows.sort();
         rows
     }
