@@ -138,8 +138,12 @@ where
         let page: Page<W> = decode::<W, _>(&bytes, "a page", |_| None).unwrap();
         drop(bytes);
         let decoded = Instant::now();
-        for obj in page.items {
-            index.apply(Event::InitApply(obj)).unwrap();
+        // In batches, each warmed first, as the watcher applies them (`Watch::apply_batch`).
+        let mut items = page.items.into_iter().map(Event::InitApply).peekable();
+        while items.peek().is_some() {
+            let batch: Vec<_> = items.by_ref().take(WATCH_BATCH).collect();
+            index.warm(&batch);
+            batch.into_iter().for_each(|event| index.apply(event).unwrap());
         }
         spent.decode += decoded - started;
         spent.index += decoded.elapsed();
@@ -190,6 +194,9 @@ fn timed<K: Indexed>(index: &mut Index, events: Vec<Event<K>>, kind: &mut (usize
 
 /// Events made, then applied, at a time (see `EventMix`).
 const EVENT_BATCH: usize = 32;
+
+/// Listed objects the watcher applies at a time, at most (`MAX_BATCH` in `source::watch`).
+const WATCH_BATCH: usize = 64;
 
 /// Watch events: 80% pod status updates, 10% node heartbeats, 1% drain taints added or
 /// removed, 9% pods deleted and recreated, on pods and nodes picked at random. A drain

@@ -48,6 +48,10 @@ use crate::model::interner::Interner;
 use crate::model::{DaemonSet, FastMap, FastSet, Node, Pod, Revision, Str, Timestamp, Uid};
 use crate::rules::reason::Conventions;
 
+/// Objects of a finished list upserted at a time, after their lookups are warmed together
+/// (`Stored::warm_upserts`): as many as the watcher's batches (`MAX_BATCH`).
+const WARM_RUN: usize = 64;
+
 /// When a (DaemonSet, node) pair became misscheduled, or lost, as the index saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Since {
@@ -216,8 +220,14 @@ impl Index {
                 for key in gone {
                     K::Compact::remove(self, &key);
                 }
-                for obj in fresh {
-                    obj.upsert(self);
+                let (mut fresh, mut run) = (fresh.into_iter(), Vec::with_capacity(WARM_RUN));
+                loop {
+                    run.extend(fresh.by_ref().take(WARM_RUN));
+                    if run.is_empty() {
+                        break;
+                    }
+                    K::Compact::warm_upserts(&run, self);
+                    run.drain(..).for_each(|obj| obj.upsert(self));
                 }
                 self.replaying = false;
                 let was_synced = self.synced();

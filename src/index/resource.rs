@@ -56,6 +56,10 @@ pub trait Stored: Sized {
     fn store(index: &mut Index) -> &mut Store<Self>;
     fn upsert(self, index: &mut Index);
     fn remove(index: &mut Index, key: &Self::Key);
+
+    /// Looks up what `upsert` of each of `listed` will read, and changes nothing: a finished
+    /// list upserts its objects a run at a time, each run after this (see `Indexed::warm`).
+    fn warm_upserts(_listed: &[Self], _index: &Index) {}
 }
 
 /// A wire type the watchers and the snapshot reader decode and the index takes.
