@@ -63,13 +63,7 @@ impl Stored for Pod {
             std::hint::black_box(index.pods.objects.slot(&pod.uid));
         }
         for pod in listed {
-            let node = pod.target_node();
-            let id = node.and_then(|node| index.node_ids.get(node));
-            let state = pod.controller_uid().and_then(|owner| index.state.get(owner));
-            std::hint::black_box((
-                id.zip(state).map(|(id, state)| state.claimed.get(id)),
-                node.map(|node| index.nodes.objects.slot(node)),
-            ));
+            index.warm_pair(pod.target_node().map(|node| &**node), pod.controller_uid().map(|owner| &**owner));
         }
     }
 
@@ -98,10 +92,11 @@ impl Indexed for SlimPod {
 
     /// A delete also reads what the pod's pair keeps of its node (`parting`, `unclaim`,
     /// `refresh_pair`): the node's number, its claims there, the cached node, and the cached
-    /// pod's node name, one hop further. A pod new to the store, or deleted earlier in the
-    /// batch, is converted, which looks its node's name up in the interner. An update mostly
-    /// leaves the pod as it was, and reads no more than the pod. Each kind of lookup runs in a
-    /// loop of its own: with the parsing in between, fewer of them overlap.
+    /// pod's node name, one hop further. A pod listed, new to the store, or deleted earlier in
+    /// the batch is converted, which looks its node's name up in the interner (a listed one is
+    /// upserted when the list ends: `Stored::warm_upserts`). An update mostly leaves the pod as
+    /// it was, and reads no more than the pod. Each kind of lookup runs in a loop of its own:
+    /// with the parsing in between, fewer of them overlap.
     fn warm(batch: &[Event<Self>], index: &Index) {
         fn node_of(pod: &SlimPod) -> Option<&str> {
             pod.spec.as_ref().and_then(convert::target_node_name)
@@ -113,33 +108,32 @@ impl Indexed for SlimPod {
             .collect();
         let slots: Vec<Option<Slot>> = pods.iter().map(|(_, _, uid)| index.pods.objects.slot(uid)).collect();
         for (&(_, pod, _), slot) in pods.iter().zip(&slots).filter(|((delete, ..), _)| *delete) {
-            let cached = slot.map(|slot| index.pods.objects.at(slot).target_node().map(|n| n.len()));
-            let node = node_of(pod);
-            let id = node.and_then(|node| index.node_ids.get(node));
-            let state = pod.controller_uid.as_deref().and_then(|owner| index.state.get(owner));
-            std::hint::black_box((
-                cached,
-                id.zip(state).map(|(id, state)| state.claimed.get(id)),
-                node.map(|node| index.nodes.objects.slot(node)),
-            ));
+            std::hint::black_box(slot.map(|slot| index.pods.objects.at(slot).target_node().map(|n| n.len())));
+            index.warm_pair(node_of(pod), pod.controller_uid.as_deref());
         }
-        // A listed pod is converted as it comes, which looks its node's name up in the
-        // interner, and is upserted when the list ends (`Stored::warm_upserts`).
-        for event in batch {
-            if let Event::InitApply(pod) = event {
-                std::hint::black_box(node_of(pod).map(|node| index.interner.existing_thin_str(node)));
-            }
-        }
+        let listed = batch.iter().filter_map(|event| match event {
+            Event::InitApply(pod) => Some(pod),
+            _ => None,
+        });
         let deleted_before = |at: usize| pods[..at].iter().any(|(delete, _, uid)| *delete && *uid == pods[at].2);
-        for (at, &(delete, pod, _)) in pods.iter().enumerate() {
-            if !delete && (slots[at].is_none() || deleted_before(at)) {
-                std::hint::black_box(node_of(pod).map(|node| index.interner.existing_thin_str(node)));
-            }
+        let fresh = |at: usize| !pods[at].0 && (slots[at].is_none() || deleted_before(at));
+        let converted = pods.iter().enumerate().filter(|&(at, _)| fresh(at)).map(|(_, &(_, pod, _))| pod);
+        for pod in listed.chain(converted) {
+            std::hint::black_box(node_of(pod).map(|node| index.interner.existing_thin_str(node)));
         }
     }
 }
 
 impl Index {
+    /// Looks up what a pod's pair reads of its node, and keeps nothing (`Indexed::warm`): the
+    /// node's number, the owner's claims there, and the cached node.
+    fn warm_pair(&self, node: Option<&str>, owner: Option<&str>) {
+        let id = node.and_then(|node| self.node_ids.get(node));
+        let state = owner.and_then(|owner| self.state.get(owner));
+        let claims = id.zip(state).map(|(id, state)| state.claimed.get(id));
+        std::hint::black_box((claims, node.map(|node| self.nodes.objects.slot(node))));
+    }
+
     /// The number of the node `pod` targets, if it has one.
     pub(super) fn node_id(&self, pod: &Pod) -> Option<NodeId> {
         self.node_ids.get(pod.target_node()?)
