@@ -37,6 +37,7 @@ use misschedule_exporter::report::format::Format;
 use misschedule_exporter::report::metrics;
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::source::decode::{Wire, decode};
+use misschedule_exporter::source::watch::MAX_BATCH;
 use misschedule_exporter::telemetry::Telemetry;
 use misschedule_exporter::whatif::edit::{LABEL_MANAGER, LabelEdit, TAINT_MANAGER, TaintEdit};
 use misschedule_exporter::whatif::{Effect, simulate};
@@ -141,7 +142,7 @@ where
         // In batches, each warmed first, as the watcher applies them (`Watch::apply_batch`).
         let mut items = page.items.into_iter().map(Event::InitApply).peekable();
         while items.peek().is_some() {
-            let batch: Vec<_> = items.by_ref().take(WATCH_BATCH).collect();
+            let batch: Vec<_> = items.by_ref().take(MAX_BATCH).collect();
             index.warm(&batch);
             batch.into_iter().for_each(|event| index.apply(event).unwrap());
         }
@@ -194,9 +195,6 @@ fn timed<K: Indexed>(index: &mut Index, events: Vec<Event<K>>, kind: &mut (usize
 
 /// Events made, then applied, at a time (see `EventMix`).
 const EVENT_BATCH: usize = 32;
-
-/// Listed objects the watcher applies at a time, at most (`MAX_BATCH` in `source::watch`).
-const WATCH_BATCH: usize = 64;
 
 /// Watch events: 80% pod status updates, 10% node heartbeats, 1% drain taints added or
 /// removed, 9% pods deleted and recreated, on pods and nodes picked at random. A drain

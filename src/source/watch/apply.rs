@@ -13,7 +13,7 @@ use crate::telemetry::EventType;
 
 /// Events taken from a watch or a list before they are applied, at most: enough for their
 /// lookups to overlap, few enough that no reader of the index waits long on the lock.
-pub(super) const MAX_BATCH: usize = 64;
+pub const MAX_BATCH: usize = 64;
 
 impl Watch {
     /// Apply one event to the index, counting it. An object that cannot be read is left

@@ -31,6 +31,8 @@ mod call;
 mod list;
 mod nudge;
 
+pub use self::apply::MAX_BATCH;
+
 /// Objects per list page unless configured: kube's watcher default.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 /// Seconds each watch call lasts unless configured: kube-runtime's default, whose
