@@ -5,6 +5,7 @@
 //! reads are kept (`NodeAnnotations`).
 
 use std::collections::BTreeMap;
+use std::thread::LocalKey;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::de::{self, IgnoredAny};
@@ -14,6 +15,7 @@ use super::NullAsDefault;
 use super::field_owners::LabelAndTaintOwner;
 use super::labels::FlatLabels;
 use super::managed_fields::label_and_taint_owners;
+use super::memo::{ByText, Shared, TextMemo};
 use super::one_of;
 use crate::rules::admission::BYPASS_ANNOTATION;
 use crate::rules::reason::{NFD_FEATURE_LABELS_ANNOTATION, NFD_TAINTS_ANNOTATION};
@@ -150,8 +152,23 @@ fn controller_references<'de, D: Deserializer<'de>>(deserializer: D) -> Result<O
 
 /// Of a pod's owner references, the controller's UID alone (`GetControllerOf`: the first
 /// reference marked controller).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct ControllerUid(pub Option<String>);
+
+impl ByText for ControllerUid {
+    fn memo() -> &'static LocalKey<TextMemo<Self>> {
+        thread_local!(static SEEN: TextMemo<ControllerUid> = TextMemo::default());
+        &SEEN
+    }
+}
+
+/// A pod's labels, the same for every pod of a DaemonSet's revision (a node's are its own).
+impl ByText for FlatLabels {
+    fn memo() -> &'static LocalKey<TextMemo<Self>> {
+        thread_local!(static SEEN: TextMemo<FlatLabels> = TextMemo::default());
+        &SEEN
+    }
+}
 
 impl<'de> Deserialize<'de> for ControllerUid {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -161,12 +178,13 @@ impl<'de> Deserialize<'de> for ControllerUid {
     }
 }
 
-/// A pod's metadata: what `ObjectMeta` holds of it, and its labels and controller.
+/// A pod's metadata: what `ObjectMeta` holds of it, and its labels and controller, each
+/// read once for each distinct text (`memo`).
 pub(super) fn slim_pod_meta<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<(ObjectMeta, FlatLabels, ControllerUid), D::Error> {
-    let (meta, labels, controller, _) =
-        SlimMeta::<FlatLabels, ControllerUid, IgnoredAny, IgnoredAny>::deserialize(deserializer)?.split();
+    type PodMeta = SlimMeta<Shared<FlatLabels>, Shared<ControllerUid>, IgnoredAny, IgnoredAny>;
+    let (meta, Shared(labels), Shared(controller), _) = PodMeta::deserialize(deserializer)?.split();
     Ok((meta, labels, controller))
 }
 

@@ -11,7 +11,9 @@
 //! the rest of each, `status` what a pod's status says of it being available. A pod is
 //! decoded on every status update, so its parts are read into forms that cost few
 //! allocations: its labels into one buffer (`labels`), its affinity into the one node it
-//! names (`affinity`), its conditions into the two availability reads. A node, decoded on
+//! names (`affinity`), its conditions into the two availability reads; and the parts every
+//! pod of a DaemonSet's revision repeats (labels, owner reference, tolerations) are read
+//! once for each distinct text (`memo`). A node, decoded on
 //! every heartbeat, likewise: its labels into one buffer, and its managedFields into who
 //! owns which of them and its taints (`field_owners`, `managed_fields`).
 
@@ -24,6 +26,7 @@ mod affinity;
 mod field_owners;
 mod labels;
 mod managed_fields;
+mod memo;
 mod meta;
 mod node;
 mod pod;
@@ -34,7 +37,7 @@ pub use self::affinity::AffinityTarget;
 pub use self::field_owners::{LabelAndTaintOwner, LabelKeys, owner_of};
 pub use self::labels::FlatLabels;
 pub use self::node::{NodeTaintsSpec, SlimNode};
-pub use self::pod::{PodPlacement, PodToleration, SlimPod};
+pub use self::pod::{PodPlacement, PodToleration, SlimPod, Tolerations};
 pub use self::status::{ConditionKind, Conditions, ContainerStatus, PodCondition, PodStatus, is_terminal_phase};
 
 /// Pods and Nodes are core `v1`: an `apiVersion` that says otherwise (a number, an object,

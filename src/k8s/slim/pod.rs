@@ -4,6 +4,8 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::thread::LocalKey;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -12,6 +14,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::affinity::AffinityTarget;
 use super::labels::FlatLabels;
+use super::memo::{ByText, TextMemo};
 use super::meta::{ControllerUid, slim_pod_meta};
 use super::parsed_str;
 use super::status::PodStatus;
@@ -71,8 +74,20 @@ pub struct PodPlacement {
     /// Of the affinity, the node its required terms name (`AffinityTarget`).
     #[serde(rename = "affinity", default)]
     pub affinity_target: AffinityTarget,
-    pub tolerations: Option<Vec<PodToleration>>,
+    /// Shared by the pods whose list reads the same (`memo`).
+    #[serde(default, deserialize_with = "super::memo::by_text")]
+    pub tolerations: Tolerations,
     pub host_network: Option<bool>,
+}
+
+/// A pod's tolerations, shared with every pod whose list reads the same.
+pub type Tolerations = Option<Arc<[PodToleration]>>;
+
+impl ByText for Tolerations {
+    fn memo() -> &'static LocalKey<TextMemo<Self>> {
+        thread_local!(static SEEN: TextMemo<Tolerations> = TextMemo::default());
+        &SEEN
+    }
 }
 
 /// A pod toleration; operator and effect are read straight into the model's enums.
@@ -101,7 +116,7 @@ impl PlacementSpec for PodPlacement {
         self.node_selector.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()))
     }
     fn tolerations(&self) -> impl Iterator<Item = TolerationParts<'_>> {
-        self.tolerations.iter().flatten().map(|t| {
+        self.tolerations.iter().flat_map(|list| list.iter()).map(|t| {
             (t.key.as_deref().unwrap_or_default(), t.operator, t.value.as_deref().unwrap_or_default(), t.effect)
         })
     }
@@ -169,8 +184,6 @@ impl From<Pod> for SlimPod {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use serde_json::json;
 
     use super::*;
@@ -194,11 +207,11 @@ mod tests {
         });
         let mut spec = PodPlacement {
             node_selector: Some([("pool".to_owned(), "a".to_owned())].into()),
-            tolerations: Some(vec![PodToleration {
+            tolerations: Some(Arc::from([PodToleration {
                 key: Some("k".into()),
                 operator: TolerationOperator::Exists,
                 ..PodToleration::default()
-            }]),
+            }])),
             ..PodPlacement::default()
         };
         assert!(Arc::ptr_eq(&built, &interner.own_placement(Some(&spec))));
@@ -247,6 +260,33 @@ mod tests {
         }
         assert_eq!(decoded.metadata.name.as_deref(), Some("agent-x"));
         assert_eq!(decoded.metadata.resource_version.as_deref(), Some("7"));
+    }
+
+    /// Two pods of one revision, decoded as the watcher decodes them (sonic-rs): the parts
+    /// they repeat are read once, and read as serde_json reads them.
+    #[test]
+    fn pods_of_one_revision_share_the_parts_they_repeat() {
+        let pod = |name: &str, node: &str| {
+            json!({"metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                    "labels": {"app": "agent", "controller-revision-hash": "5d8f", "pod-template-generation": "2"},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
+                        "uid": "ds-1", "controller": true, "blockOwnerDeletion": true}]},
+                "spec": {"nodeName": node, "tolerations": [
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+                    {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]}})
+            .to_string()
+        };
+        let (one, two) = (pod("agent-a", "n1"), pod("agent-b", "n2"));
+        let by_sonic = |text: &str| sonic_rs::from_str::<SlimPod>(text).unwrap();
+        let (a, b) = (by_sonic(&one), by_sonic(&two));
+        let tolerations = |pod: &SlimPod| pod.spec.as_ref().and_then(|s| s.tolerations.clone()).unwrap();
+        assert!(Arc::ptr_eq(&tolerations(&a), &tolerations(&b)), "one parse, shared");
+        assert_eq!(tolerations(&a)[1].value.as_deref(), Some("gpu"));
+        assert_eq!((a.labels.get("pod-template-generation"), b.controller_uid.as_deref()), (Some("2"), Some("ds-1")));
+        for (text, decoded) in [(&one, a), (&two, b)] {
+            let plain = serde_json::from_str::<SlimPod>(text).unwrap();
+            assert_eq!(format!("{decoded:?}"), format!("{plain:?}"));
+        }
     }
 
     #[test]
