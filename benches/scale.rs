@@ -228,6 +228,13 @@ impl ByKind {
         self.0.iter().map(|(count, _)| count).sum()
     }
 
+    fn add(&mut self, other: &Self) {
+        for ((count, spent), (more, longer)) in self.0.iter_mut().zip(&other.0) {
+            *count += more;
+            *spent += *longer;
+        }
+    }
+
     fn rate(&self) -> f64 {
         let spent: Duration = self.0.iter().map(|(_, spent)| *spent).sum();
         self.count() as f64 / spent.as_secs_f64()
@@ -320,13 +327,22 @@ fn alternating(index: &mut Index, events: &mut EventMix<'_>, nodes: usize, count
     let (mut small, _) = synced_index(&small_shape, |_| {});
     let mut small_events = EventMix::new(&small_shape, events.only);
     let (mut large_kinds, mut small_kinds) = (ByKind::default(), ByKind::default());
+    // Each pair of blocks' ratio too: their spread says how far one run's ratio can be
+    // trusted on this host.
+    let mut ratios = Vec::new();
     let mut done = 0;
     while done < count {
         let block = BLOCK.min(count - done);
-        events.apply(index, block, &mut large_kinds);
-        small_events.apply(&mut small, block, &mut small_kinds);
+        let (mut large_block, mut small_block) = (ByKind::default(), ByKind::default());
+        events.apply(index, block, &mut large_block);
+        small_events.apply(&mut small, block, &mut small_block);
+        ratios.push(large_block.rate() / small_block.rate());
+        large_kinds.add(&large_block);
+        small_kinds.add(&small_block);
         done += block;
     }
+    ratios.sort_by(f64::total_cmp);
+    let quartile = |q: usize| ratios.get(ratios.len().saturating_sub(1) * q / 4).copied().unwrap_or(f64::NAN);
     let ratio = large_kinds.rate() / small_kinds.rate();
     let only = events.only.map_or(String::new(), |kind| format!(" Only {} here (`--only`).", ByKind::KINDS[kind]));
     let mut out = format!(
@@ -342,6 +358,15 @@ fn alternating(index: &mut Index, events: &mut EventMix<'_>, nodes: usize, count
         large_kinds.rate(),
         small_kinds.rate(),
         if ratio >= 0.9 { "yes" } else { "**no**" }
+    );
+    out += &format!(
+        "| the same, each pair of blocks: lowest, quartiles, highest ({} pairs) | | | {:.2}× {:.2}× {:.2}× {:.2}× {:.2}× | | |\n",
+        ratios.len(),
+        quartile(0),
+        quartile(1),
+        quartile(2),
+        quartile(3),
+        quartile(4)
     );
     for ((kind, large, count), (_, small, _)) in large_kinds.each().zip(small_kinds.each()) {
         if count == 0 {
