@@ -8,10 +8,10 @@ use std::sync::Arc;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use misschedule_exporter::model::{
-    LabelSet, Node, NodeManagers, NodeSelectorTerm, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect,
-    Toleration, TolerationOperator,
+    LabelSet, Node, NodeManagers, Placement, Requirement, SelectorOperator, Str, Taint, TaintEffect, Toleration,
+    TolerationOperator,
 };
-use misschedule_exporter::rules::eligibility::should_run;
+use misschedule_exporter::rules::eligibility::{node_selector_term, should_run};
 
 /// Few keys, so that selectors, labels and taints actually meet; free-form values.
 #[derive(Arbitrary, Debug)]
@@ -93,10 +93,7 @@ fuzz_target!(|input: Input| {
         required_terms: input.terms.as_ref().map(|terms| {
             terms
                 .iter()
-                .map(|(expressions, fields)| NodeSelectorTerm {
-                    match_expressions: requirements(expressions),
-                    match_fields: requirements(fields),
-                })
+                .map(|(expressions, fields)| node_selector_term(requirements(expressions), requirements(fields)))
                 .collect()
         }),
         tolerations: input

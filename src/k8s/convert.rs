@@ -22,7 +22,7 @@ use crate::model::{
     TaintEffect, Uid,
 };
 use crate::rules::admission;
-use crate::rules::eligibility::label_requirement_is_valid;
+use crate::rules::eligibility::{label_requirement_is_valid, node_selector_term};
 use crate::rules::reason::{NFD_FEATURE_LABELS_ANNOTATION, NFD_FEATURE_PREFIX, NFD_TAINTS_ANNOTATION};
 
 /// An object that cannot be read into the model. It names the object and the problem.
@@ -318,7 +318,8 @@ fn term(term: &core::NodeSelectorTerm, interner: &mut Interner) -> NodeSelectorT
             })
             .collect()
     };
-    NodeSelectorTerm { match_expressions: reqs(&term.match_expressions), match_fields: reqs(&term.match_fields) }
+    let match_expressions = reqs(&term.match_expressions);
+    node_selector_term(match_expressions, reqs(&term.match_fields))
 }
 
 /// `metav1.LabelSelectorAsSelector`: a missing selector selects nothing. An empty one

@@ -150,6 +150,10 @@ pub struct Requirement {
 pub struct NodeSelectorTerm {
     pub match_expressions: Vec<Requirement>,
     pub match_fields: Vec<Requirement>,
+    /// The key of the first requirement upstream cannot parse, which fails the whole term.
+    /// Set by `rules::eligibility::node_selector_term`, once: a node event matches the
+    /// term against every DaemonSet's terms.
+    pub unparsable: Option<Str>,
 }
 
 /// The part of a pod template that decides where a daemon pod may run.

@@ -202,17 +202,25 @@ pub fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
 fn first_failing_requirement<'a>(term: &'a NodeSelectorTerm, node: &Node) -> Option<&'a Str> {
     // An invalid requirement anywhere makes the whole term unparsable upstream,
     // so it fails the term even if an earlier requirement would have failed too.
-    if let Some(bad) = term.match_expressions.iter().find(|r| !label_requirement_is_valid(r)) {
-        return Some(&bad.key);
-    }
-    if let Some(bad) = term.match_fields.iter().find(|r| !field_requirement_is_valid(r)) {
-        return Some(&bad.key);
+    if let Some(bad) = &term.unparsable {
+        return Some(bad);
     }
     term.match_expressions
         .iter()
         .find(|r| !label_requirement_matches(r, &node.labels))
         .or_else(|| term.match_fields.iter().find(|r| !field_requirement_matches(r, &node.name)))
         .map(|r| &r.key)
+}
+
+/// A node selector term, with the key of its first requirement upstream cannot parse
+/// (`nodeSelectorRequirementsAsSelector` or `nodeSelectorRequirementsAsFieldSelector`
+/// fails, and `nodeaffinity.NewLazyErrorNodeSelector` then fails the term): label
+/// requirements first, then field ones. Found here once, not on every node event.
+pub fn node_selector_term(match_expressions: Vec<Requirement>, match_fields: Vec<Requirement>) -> NodeSelectorTerm {
+    let bad_label = match_expressions.iter().find(|r| !label_requirement_is_valid(r));
+    let bad = bad_label.or_else(|| match_fields.iter().find(|r| !field_requirement_is_valid(r)));
+    let unparsable = bad.map(|r| r.key.clone());
+    NodeSelectorTerm { match_expressions, match_fields, unparsable }
 }
 
 /// `labels.NewRequirement`: a qualified key, values that are label values, and the
