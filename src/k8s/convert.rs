@@ -318,8 +318,7 @@ fn term(term: &core::NodeSelectorTerm, interner: &mut Interner) -> NodeSelectorT
             })
             .collect()
     };
-    let match_expressions = reqs(&term.match_expressions);
-    node_selector_term(match_expressions, reqs(&term.match_fields))
+    node_selector_term(reqs(&term.match_expressions), reqs(&term.match_fields))
 }
 
 /// `metav1.LabelSelectorAsSelector`: a missing selector selects nothing. An empty one

@@ -151,8 +151,8 @@ pub struct NodeSelectorTerm {
     pub match_expressions: Vec<Requirement>,
     pub match_fields: Vec<Requirement>,
     /// The key of the first requirement upstream cannot parse, which fails the whole term.
-    /// Set by `rules::eligibility::node_selector_term`, once: a node event matches the
-    /// term against every DaemonSet's terms.
+    /// Set once, by `rules::eligibility::node_selector_term`: every node event checks the
+    /// node against every DaemonSet's terms.
     pub unparsable: Option<Str>,
 }
 
