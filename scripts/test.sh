@@ -7,6 +7,7 @@
 #   - the lab (tests/lab/lab.sh): Kubernetes, etcd, KWOK, nfd-master and kube-state-metrics,
 #     built once from their Go modules and cached under ~/.cache/misschedule-exporter (7.5 min
 #     on 2 cores the first time); its kubectl goes first on PATH
+#   - nightly Rust and cargo-fuzz for scripts/fuzz.sh, the last step (a minute per target)
 #   - cargo test, both tiers, with --no-fail-fast so that one failure hides no other: the fast
 #     one (pure and in-process; plain `cargo test` runs only it) and the slow one (the lab,
 #     kubectl, Prometheus, Alertmanager, promtool, jsonnet, the chart, chromium)
@@ -61,8 +62,10 @@ rm -f "$stall_log"
 [ "$status" -eq 0 ] && [ "$stall_status" -eq 0 ] || { echo "[test] FAILED (cargo test exit $status, stall exit $stall_status)" >&2; exit 1; }
 # A short run of the scale benchmark: it checks its results at small size, not the targets.
 bash scripts/bench.sh --smoke
-# The fuzz targets are a crate of their own, run only by scripts/fuzz.sh (nightly): built here,
-# against the lock they ship with, so that a change to the model or the dependencies cannot
-# leave them unbuildable unnoticed (the placement target was, until 2026-11-30).
+# The fuzz targets are a crate of their own: checked here against the lock they ship with
+# (cargo fuzz takes no --locked), so that a change to the model or the dependencies cannot
+# leave them unbuildable unnoticed (the placement target was, until 2026-11-30); then fuzzed
+# for a bounded time.
 cargo check --locked --manifest-path fuzz/Cargo.toml --bins
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
 echo "[test] done in $((SECONDS - started))s"
