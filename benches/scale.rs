@@ -197,9 +197,13 @@ fn timed<K: Indexed>(index: &mut Index, events: Vec<Event<K>>, kind: &mut (usize
 const EVENT_BATCH: usize = 32;
 
 /// Watch events: 80% pod status updates, 10% node heartbeats, 1% drain taints added or
-/// removed, 9% pods deleted and recreated, on pods and nodes picked at random. A drain
-/// flips the node's taint from what the index last saw, so that each one changes the node
-/// (the picks repeat nodes); a heartbeat sends the node as it is. Each is
+/// removed, 9% pods deleted and recreated, on pods and nodes picked at random. Drains
+/// alternate: one taints a node that is not drained, the next untaints one picked at random
+/// among those that are, so that as many nodes stay drained (1%) at either size. Flipping
+/// random nodes would drift toward half of them drained, which 5,000 nodes reach within
+/// their first 10,000 drains and 65,000 never do: the two sizes would be measured in states
+/// of their own, one of them with every DaemonSet's tables growing throughout. A heartbeat
+/// sends the node as it is. Each is
 /// encoded as the API server sends it and decoded into the watcher's shape (untimed);
 /// applying it, and dropping it, is timed. The watcher applies at most 64 decoded events
 /// at a time, so the allocator reuses what the last batch freed; events are made in small
@@ -209,6 +213,10 @@ struct EventMix<'s> {
     slots: Vec<(usize, usize)>,
     /// Whether each node carries the drain taint now, as the events sent it last.
     drained: Vec<bool>,
+    /// The nodes `drained` marks, in no order: an undrain picks one of them.
+    draining: Vec<usize>,
+    /// Drain events so far: odd ones taint, even ones untaint.
+    drains: u64,
     nonce: u64,
     /// Every event of this kind (`Options::only`), in place of the mix.
     only: Option<usize>,
@@ -251,8 +259,31 @@ impl ByKind {
 
 impl<'s> EventMix<'s> {
     fn new(shape: &'s Shape, only: Option<usize>) -> Self {
-        let drained = (0..shape.nodes).map(|i| shape.draining(i)).collect();
-        Self { shape, slots: shape.pod_slots().collect(), drained, nonce: 1, only }
+        let drained: Vec<bool> = (0..shape.nodes).map(|i| shape.draining(i)).collect();
+        let draining = (0..shape.nodes).filter(|&i| drained[i]).collect();
+        Self { shape, slots: shape.pod_slots().collect(), drained, draining, drains: 0, nonce: 1, only }
+    }
+
+    /// The node the next drain event flips, from the node `picked` at random: a taint goes
+    /// to the first node from there on that is not drained, and an untaint to a drained
+    /// node that `picked` chooses too.
+    fn flip_drain(&mut self, picked: usize) -> usize {
+        self.drains += 1;
+        let nodes = self.drained.len();
+        let free = (picked..picked + nodes).map(|i| i % nodes).find(|&i| !self.drained[i]);
+        match free {
+            Some(i) if self.drains % 2 == 1 || self.draining.is_empty() => {
+                self.draining.push(i);
+                self.drained[i] = true;
+                i
+            }
+            // Every node drained, or an untaint's turn: `draining` holds some node.
+            _ => {
+                let i = self.draining.swap_remove(picked % self.draining.len());
+                self.drained[i] = false;
+                i
+            }
+        }
     }
 
     /// Node `i` as it is now: with the drain taint where `drained` says so.
@@ -296,7 +327,7 @@ impl<'s> EventMix<'s> {
                     0 => updates.push(Event::Apply(decoded::<SlimPod>(&shape.pod(j, i, nonce)))),
                     1 => heartbeats.push(Event::Apply(decoded::<SlimNode>(&self.node(i)))),
                     2 => {
-                        self.drained[i] = !self.drained[i];
+                        let i = self.flip_drain(i);
                         drains.push(Event::Apply(decoded::<SlimNode>(&self.node(i))));
                     }
                     _ => {
