@@ -199,7 +199,7 @@ const EVENT_BATCH: usize = 32;
 /// Watch events: 80% pod status updates, 10% node heartbeats, 1% drain taints added or
 /// removed, 9% pods deleted and recreated, on pods and nodes picked at random. Drains
 /// alternate: one taints a node that is not drained, the next untaints one picked at random
-/// among those that are, so that as many nodes stay drained (1%) at either size. Flipping
+/// among those that are, so that the same share of nodes (1%) stays drained at either size. Flipping
 /// random nodes would drift toward half of them drained, which 5,000 nodes reach within
 /// their first 10,000 drains and 65,000 never do: the two sizes would be measured in states
 /// of their own, one of them with every DaemonSet's tables growing throughout. A heartbeat
