@@ -30,6 +30,13 @@ impl Claims {
         }
     }
 
+    /// Asks for `node`'s entry ahead of a read (`prefetch`).
+    pub(super) fn prefetch(&self, node: NodeId) {
+        if let Some(entry) = self.column.get(node.index()) {
+            super::prefetch::prefetch(entry);
+        }
+    }
+
     /// Adds the pod in `slot` on `node`, in a cluster whose node numbers are below `bound`.
     pub(super) fn push(&mut self, node: NodeId, slot: Slot, bound: usize) {
         let at = node.index();

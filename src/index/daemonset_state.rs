@@ -59,6 +59,15 @@ impl DaemonSetState {
         self.claimed.iter().filter_map(|(id, pods)| Some((ids.name(id)?, pods)))
     }
 
+    /// Asks for what a node event reads first of the node numbered `id` (`prefetch`): its
+    /// skip bit and its entry in the claims column.
+    pub(super) fn prefetch(&self, id: NodeId) {
+        if let Some(word) = self.skipped.storage().get(id.index() / 32) {
+            super::prefetch::prefetch(word);
+        }
+        self.claimed.prefetch(id);
+    }
+
     /// Records the pod in `slot` claimed on `node`, in a cluster whose node numbers are
     /// below `bound`.
     pub(super) fn claim(&mut self, node: NodeId, slot: Slot, bound: usize) {

@@ -81,6 +81,13 @@ impl<T: Stored> Keyed<T> {
         &self.slots[slot]
     }
 
+    /// Asks for the object in `slot` ahead of a read (`prefetch`).
+    pub(super) fn prefetch(&self, slot: Slot) {
+        if let Some(entry) = self.slots.chunks.get(slot.0 as usize) {
+            super::prefetch::prefetch(entry);
+        }
+    }
+
     pub fn contains_key<Q>(&self, key: &Q) -> bool
     where
         T::Key: Borrow<Q>,

@@ -21,6 +21,7 @@ mod keyed;
 mod node;
 mod node_ids;
 mod pod;
+mod prefetch;
 mod resource;
 mod restore;
 mod revision;

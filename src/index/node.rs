@@ -43,6 +43,7 @@ impl Stored for Node {
         index.generation += 1;
         let since = index.since();
         let id = index.node_ids.assign(&node.name);
+        index.prefetch_pairs(id);
         let flaps = index.flaps(&node, id);
         let synced = index.synced();
         let mut departed = Vec::new();
@@ -93,6 +94,19 @@ impl Stored for Node {
 }
 
 impl Index {
+    /// Asks for what the loop over DaemonSets reads of the node numbered `id` in each
+    /// (`prefetch`): first the skip bits and claims, then the first pod each claim names.
+    fn prefetch_pairs(&self, id: NodeId) {
+        for state in self.state.values() {
+            state.prefetch(id);
+        }
+        for state in self.state.values() {
+            if let Some(&[first, ..]) = state.claimed.get(id) {
+                self.pods.objects.prefetch(first);
+            }
+        }
+    }
+
     /// The misscheduled episodes `new` ends while their pod stays, for skips the controller
     /// deletes for: the pod may be gone already, on a pod stream behind this one
     /// (`coverage::Flap`). Read before `new` replaces the node, for the verdict it had; `id`
