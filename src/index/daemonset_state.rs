@@ -81,7 +81,13 @@ impl DaemonSetState {
         if at >= self.skipped.len() {
             self.skipped.grow(at + 1 - self.skipped.len(), false);
         }
+        let was_skipped = self.skipped.get(at).unwrap_or(false);
         self.skipped.set(at, skip.is_some());
+        // Not skipped before or now: `skips` has no entry to compare, and its bucket is a trip
+        // to memory at 65,000 nodes (a DaemonSet that tolerates every taint, on a drain).
+        if !was_skipped && skip.is_none() {
+            return false;
+        }
         // Compared before anything is cloned: most calls leave the skip as it was.
         if self.skips.get(node) == skip.as_ref() {
             return false;
