@@ -85,6 +85,13 @@ impl NodeIds {
         }
     }
 
+    /// Asks for `id`'s entry ahead of `is_cached` (`prefetch`).
+    pub(super) fn prefetch(&self, id: NodeId) {
+        if let Some(entry) = self.names.get(id.index()) {
+            super::prefetch::prefetch(entry);
+        }
+    }
+
     /// Whether the node numbered `id` is cached; a name without a number has no node cached.
     pub(super) fn is_cached(&self, id: Option<NodeId>) -> bool {
         id.and_then(|id| self.names.get(id.index())?.as_ref()).is_some_and(|numbered| numbered.cached)

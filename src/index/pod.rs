@@ -126,10 +126,15 @@ impl Indexed for SlimPod {
 
 impl Index {
     /// Looks up what a pod's pair reads of its node, and keeps nothing (`Indexed::warm`): the
-    /// node's number, the owner's claims there, and the cached node.
+    /// node's number, the owner's claims there, and the cached node; asks for the number's
+    /// entry and the owner's skip bit there (`prefetch`), which the refresh reads last.
     fn warm_pair(&self, node: Option<&str>, owner: Option<&str>) {
         let id = node.and_then(|node| self.node_ids.get(node));
         let state = owner.and_then(|owner| self.state.get(owner));
+        if let Some(id) = id {
+            self.node_ids.prefetch(id);
+            state.inspect(|state| state.prefetch(id));
+        }
         let claims = id.zip(state).map(|(id, state)| state.claimed.get(id));
         std::hint::black_box((claims, node.map(|node| self.nodes.objects.slot(node))));
     }
