@@ -199,15 +199,14 @@ const EVENT_BATCH: usize = 32;
 /// Watch events: 80% pod status updates, 10% node heartbeats, 1% drain taints added or
 /// removed, 9% pods deleted and recreated, on pods and nodes picked at random. Drains
 /// alternate: one taints a node that is not drained, the next untaints one picked at random
-/// among those that are, so that the same share of nodes (1%) stays drained at either size. Flipping
-/// random nodes would drift toward half of them drained, which 5,000 nodes reach within
-/// their first 10,000 drains and 65,000 never do: the two sizes would be measured in states
-/// of their own, one of them with every DaemonSet's tables growing throughout. A heartbeat
-/// sends the node as it is. Each is
-/// encoded as the API server sends it and decoded into the watcher's shape (untimed);
-/// applying it, and dropping it, is timed. The watcher applies at most 64 decoded events
-/// at a time, so the allocator reuses what the last batch freed; events are made in small
-/// batches to keep that true here.
+/// among those that are, so that the same share of nodes (1%) stays drained at either size.
+/// Flipping random nodes would drift toward half of them drained, which 5,000 nodes reach
+/// within their first 10,000 drains and 65,000 never do: the two sizes would be measured in
+/// states of their own, one of them with every DaemonSet's tables growing throughout. A
+/// heartbeat sends the node as it is. Each is encoded as the API server sends it and decoded
+/// into the watcher's shape (untimed); applying it, and dropping it, is timed. The watcher
+/// applies at most 64 decoded events at a time, so the allocator reuses what the last batch
+/// freed; events are made in small batches to keep that true here.
 struct EventMix<'s> {
     shape: &'s Shape,
     slots: Vec<(usize, usize)>,
