@@ -59,8 +59,8 @@ impl DaemonSetState {
         self.claimed.iter().filter_map(|(id, pods)| Some((ids.name(id)?, pods)))
     }
 
-    /// Asks for what a node event reads first of the node numbered `id` (`prefetch`): its
-    /// skip bit and its entry in the claims column.
+    /// Asks for what a refresh of the node numbered `id` reads first (`prefetch`): its skip
+    /// bit and its entry in the claims column.
     pub(super) fn prefetch(&self, id: NodeId) {
         if let Some(word) = self.skipped.storage().get(id.index() / 32) {
             super::prefetch::prefetch(word);

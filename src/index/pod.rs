@@ -133,7 +133,9 @@ impl Index {
         let state = owner.and_then(|owner| self.state.get(owner));
         if let Some(id) = id {
             self.node_ids.prefetch(id);
-            state.inspect(|state| state.prefetch(id));
+            if let Some(state) = state {
+                state.prefetch(id);
+            }
         }
         let claims = id.zip(state).map(|(id, state)| state.claimed.get(id));
         std::hint::black_box((claims, node.map(|node| self.nodes.objects.slot(node))));

@@ -1,8 +1,8 @@
 //! Hints that a line of memory is about to be read. At 65,000 nodes a node event reads,
 //! for each DaemonSet, an entry of its claims column and the pod it names, each a trip to
 //! memory; asked for together up front, the trips overlap where the loop would make them
-//! one after another. A hint is no load: nothing waits for it, and an address it names
-//! need not be read at all.
+//! one after another (a pod event's warm pass does the same for its batch). A hint is no
+//! load: nothing waits for it, and an address it names need not be read at all.
 
 /// Asks for the cache line holding `at`, and the next one if `T` reaches into it.
 pub(super) fn prefetch<T>(at: &T) {
