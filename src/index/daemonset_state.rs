@@ -10,6 +10,7 @@ use super::claimed::Claims;
 use super::coverage::{self, Flap, Loss, Pair, Step, Verdict};
 use super::keyed::Slot;
 use super::node_ids::{NodeId, NodeIds};
+use super::per_node::PerNode;
 use super::skip_counts::SkipCounts;
 use crate::model::{FastMap, Pod, Str, Timestamp};
 use crate::rules::eligibility::Skip;
@@ -31,7 +32,7 @@ pub(super) struct DaemonSetState {
     /// event looks a node up here and in `uncovered`, mostly to find it absent, and a B-tree of
     /// thousands of nodes compares a dozen names per lookup, each elsewhere in memory (at
     /// 65,000 nodes, a cache miss each). The views sort what they read (`index::view`).
-    pub(super) misscheduled: FastMap<Str, Since>,
+    pub(super) misscheduled: PerNode<Since>,
     /// Nodes that exist and are skipped, whose last pod went while misscheduled (`coverage`).
     pub(super) lost: BTreeMap<Str, Loss>,
     /// `daemonset_node_losses_total`: every loss so far, by (reason, key).
@@ -45,7 +46,7 @@ pub(super) struct DaemonSetState {
     /// none (`rules::uncovered`), and since when. Kept once the index is synced: before,
     /// every node of a DaemonSet listed ahead of its pods would pass through here. Hashed,
     /// as `misscheduled` is.
-    pub(super) uncovered: FastMap<Str, Since>,
+    pub(super) uncovered: PerNode<Since>,
 }
 
 impl DaemonSetState {
@@ -121,10 +122,13 @@ impl DaemonSetState {
             skipped: self.is_skipped(id),
             has_pod: id.is_some_and(|id| self.claimed.get(id).is_some()),
         };
-        if pair.node_exists && pair.skipped && pair.has_pod {
-            insert_new(&mut self.misscheduled, node, since);
-        } else {
-            self.misscheduled.remove(node);
+        match id {
+            Some(id) if pair.node_exists && pair.skipped && pair.has_pod => {
+                self.misscheduled.insert_new((node, id), since);
+            }
+            _ => {
+                self.misscheduled.remove((node, id));
+            }
         }
         if pair.has_pod || !pair.node_exists {
             self.departed.remove(node);
@@ -160,10 +164,14 @@ impl DaemonSetState {
         covered: impl FnOnce(&Claims) -> bool,
         since: Since,
     ) {
-        if node_exists && !self.is_skipped(id) && !covered(&self.claimed) {
-            insert_new(&mut self.uncovered, node, since);
-        } else {
-            self.uncovered.remove(node);
+        match id {
+            // A cached node has a number: `node_exists` and no `id` does not happen.
+            Some(id) if node_exists && !self.is_skipped(Some(id)) && !covered(&self.claimed) => {
+                self.uncovered.insert_new((node, id), since);
+            }
+            _ => {
+                self.uncovered.remove((node, id));
+            }
         }
     }
 
@@ -199,14 +207,6 @@ impl DaemonSetState {
         let before = self.lost.len();
         self.lost.retain(|_, loss| loss.expires_at(retention) > now);
         self.lost.len() != before
-    }
-}
-
-/// Records `node` in `map` unless it is there: the name is cloned (an atomic write) only
-/// for a new entry, where `entry` would clone it to look.
-fn insert_new(map: &mut FastMap<Str, Since>, node: &Str, since: Since) {
-    if !map.contains_key(node) {
-        map.insert(node.clone(), since);
     }
 }
 

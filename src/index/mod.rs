@@ -20,6 +20,7 @@ mod footprint;
 mod keyed;
 mod node;
 mod node_ids;
+mod per_node;
 mod pod;
 mod prefetch;
 mod resource;

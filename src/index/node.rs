@@ -87,7 +87,7 @@ impl Stored for Node {
             if let Some(id) = id {
                 state.set_skip((&node.name, id), None);
             }
-            state.uncovered.remove(&node.name);
+            state.uncovered.remove((&node.name, id));
             state.refresh((&node.name, id), false, since, None);
         }
     }
@@ -116,9 +116,8 @@ impl Index {
         let mut flaps = Vec::new();
         for (uid, ds) in self.daemonsets.objects.iter() {
             let Some(state) = self.state.get(uid) else { continue };
-            // Only a skipped node is misscheduled; its bit is in cache where, at 65,000 nodes,
-            // the maps' buckets are not.
-            if !state.is_skipped(Some(id)) {
+            // Asked of the bit, in cache where, at 65,000 nodes, the maps' buckets are not.
+            if !state.misscheduled.has(Some(id)) {
                 continue;
             }
             let (Some(since), Some(skip)) = (state.misscheduled.get(&new.name), state.skips.get(&new.name)) else {

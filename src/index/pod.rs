@@ -190,10 +190,9 @@ impl Index {
             return None;
         }
         let requested = pod.deletion().map(|d| d.requested_at());
-        // Only a skipped node is misscheduled; its bit is in cache where the map's bucket, at
-        // 65,000 nodes, is not.
-        debug_assert!(state.is_skipped(Some(id)) || !state.misscheduled.contains_key(node));
-        let leaves = if state.is_skipped(Some(id)) && state.misscheduled.contains_key(node) {
+        // Asked of the bit, in cache where the map's bucket, at 65,000 nodes, is not.
+        debug_assert!(state.is_skipped(Some(id)) || !state.misscheduled.has(Some(id)));
+        let leaves = if state.misscheduled.has(Some(id)) {
             let classification = self.classify(ds, state.skips.get(node)?, self.nodes.objects.get(node)?, pod);
             Leaves::ForSkip(Verdict::of(classification, requested))
         } else if let Some(flap) = state.flapped.get(node).filter(|flap| flap.explains(&pod.uid, requested)) {
