@@ -56,7 +56,11 @@ impl<V> PerNode<V> {
 
     /// Takes `node`'s entry away. `id`: its number; a node without one has no entry.
     pub(super) fn remove(&mut self, (node, id): (&Str, Option<NodeId>)) -> Option<V> {
-        let id = id.filter(|&id| self.has(Some(id)))?;
+        let Some(id) = id.filter(|&id| self.has(Some(id))) else {
+            // Where the tests run, every skipped probe checks the bits against the map.
+            debug_assert!(!self.map.contains_key(node), "{node} has an entry its bit does not show");
+            return None;
+        };
         self.has.set(id.index(), false);
         self.map.remove(node)
     }
@@ -95,8 +99,8 @@ mod tests {
         nodes.insert_new((&n3, three), 3);
         assert_eq!((nodes.get("n5"), nodes.len()), (Some(&1), 2), "an entry is kept, not replaced");
         assert!(nodes.has(Some(five)) && nodes.has(Some(three)) && !nodes.has(Some(NodeId::at(4))));
-        assert_eq!(nodes.remove((&n5, None)), None, "a node without a number has no entry");
         assert_eq!(nodes.remove((&n5, Some(five))), Some(1));
+        assert_eq!(nodes.remove((&n5, None)), None, "a node without a number has no entry");
         assert!(!nodes.has(Some(five)) && nodes.get("n5").is_none());
         assert_eq!(nodes.remove((&n5, Some(five))), None);
 

@@ -71,7 +71,8 @@ impl Index {
             let before = state.uncovered.len();
             let (pods, now, ids) = (&self.pods.objects, self.now, &self.node_ids);
             let (claimed, uncovered) = (&state.claimed, &mut state.uncovered);
-            uncovered.retain(ids, |_, id| !first_pod_available(id.and_then(|id| claimed.get(id)), pods, min_ready, now));
+            uncovered
+                .retain(ids, |_, id| !first_pod_available(id.and_then(|id| claimed.get(id)), pods, min_ready, now));
             if state.uncovered.len() != before {
                 self.generation += 1;
             }
