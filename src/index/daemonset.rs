@@ -51,7 +51,7 @@ impl Stored for DaemonSet {
             for node in index.nodes.objects.values() {
                 // Every cached node has a number already: this finds it.
                 let id = index.node_ids.assign(&node.name);
-                state.set_skip((&node.name, id), should_run(node, &ds.template));
+                state.set_skip(id, should_run(node, &ds.template));
             }
         }
         if selector_changed {
@@ -66,7 +66,11 @@ impl Stored for DaemonSet {
             let since = index.since();
             let candidates: FastSet<Str> = index.state.get(&uid).map_or_else(FastSet::default, |state| {
                 let claimed = state.claimed_nodes(&index.node_ids).map(|(node, _)| node);
-                claimed.chain(state.misscheduled.keys()).chain(state.departed.keys()).cloned().collect()
+                claimed
+                    .chain(state.misscheduled.iter(&index.node_ids).map(|(node, _)| node))
+                    .chain(state.departed.keys())
+                    .cloned()
+                    .collect()
             });
             for node in candidates {
                 let id = index.node_ids.get(&node);

@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use bit_vec::BitVec;
-
 use super::Since;
 use super::claimed::Claims;
 use super::coverage::{self, Flap, Loss, Pair, Step, Verdict};
@@ -18,20 +16,18 @@ use crate::rules::reason::Reason;
 
 #[derive(Debug, Default)]
 pub(super) struct DaemonSetState {
-    /// Nodes where `shouldRun` is false, and why.
-    pub(super) skips: FastMap<Str, Skip>,
-    /// Whether each node is in `skips`, by number (`NodeIds`): every pod event asks, and at
-    /// 65,000 nodes a bit of this column (8 KiB per DaemonSet) is in cache where a bucket of
-    /// `skips` is not. Written only with `skips`, by `set_skip`.
-    skipped: BitVec,
+    /// Nodes where `shouldRun` is false, and why. Written only by `set_skip`, which keeps
+    /// `skip_counts` with it.
+    pub(super) skips: PerNode<Skip>,
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
     pub(super) skip_counts: SkipCounts,
     /// Claimed pods by target node (their slots in the pod store): almost always one.
     pub(super) claimed: Claims,
-    /// Nodes that exist, are skipped, and have a claimed pod. Hashed, not ordered: every pod
-    /// event looks a node up here and in `uncovered`, mostly to find it absent, and a B-tree of
-    /// thousands of nodes compares a dozen names per lookup, each elsewhere in memory (at
-    /// 65,000 nodes, a cache miss each). The views sort what they read (`index::view`).
+    /// Nodes that exist, are skipped, and have a claimed pod. Hashed by number, not ordered by
+    /// name: every pod event looks a node up here and in `uncovered`, mostly to find it
+    /// absent, and a B-tree of thousands of nodes compares a dozen names per lookup, each
+    /// elsewhere in memory (at 65,000 nodes, a cache miss each). The views sort what they
+    /// read by name (`index::view`).
     pub(super) misscheduled: PerNode<Since>,
     /// Nodes that exist and are skipped, whose last pod went while misscheduled (`coverage`).
     pub(super) lost: BTreeMap<Str, Loss>,
@@ -60,12 +56,14 @@ impl DaemonSetState {
         self.claimed.iter().filter_map(|(id, pods)| Some((ids.name(id)?, pods)))
     }
 
-    /// Asks for what a refresh of the node numbered `id` reads first (`prefetch`): its skip
-    /// bit and its entry in the claims column.
+    /// Asks for what a refresh of the node numbered `id` reads first (`prefetch`): its skip,
+    /// misscheduled and uncovered bits, and its entry in the claims column. At 65,000 nodes
+    /// each bit column is 8 KiB per DaemonSet, and a node's three words in 40 DaemonSets
+    /// fall out of cache between two changes of that node.
     pub(super) fn prefetch(&self, id: NodeId) {
-        if let Some(word) = self.skipped.storage().get(id.index() / 32) {
-            super::prefetch::prefetch(word);
-        }
+        self.skips.prefetch(id);
+        self.misscheduled.prefetch(id);
+        self.uncovered.prefetch(id);
         self.claimed.prefetch(id);
     }
 
@@ -75,30 +73,24 @@ impl DaemonSetState {
         self.claimed.push(node, slot, bound);
     }
 
-    /// Records whether (and why) the DaemonSet skips the cached node `node`, numbered `id`;
-    /// returns whether that changed.
-    pub(super) fn set_skip(&mut self, (node, id): (&Str, NodeId), skip: Option<Skip>) -> bool {
-        let at = id.index();
-        if at >= self.skipped.len() {
-            self.skipped.grow(at + 1 - self.skipped.len(), false);
-        }
-        let was_skipped = self.skipped.get(at).unwrap_or(false);
-        self.skipped.set(at, skip.is_some());
+    /// Records whether (and why) the DaemonSet skips the cached node numbered `id`; returns
+    /// whether that changed.
+    pub(super) fn set_skip(&mut self, id: NodeId, skip: Option<Skip>) -> bool {
         // Not skipped before or now: `skips` has no entry to compare, and its bucket is a trip
         // to memory at 65,000 nodes (a DaemonSet that tolerates every taint, on a drain).
-        if !was_skipped && skip.is_none() {
+        if !self.skips.has(Some(id)) && skip.is_none() {
             return false;
         }
         // Compared before anything is cloned: most calls leave the skip as it was.
-        if self.skips.get(node) == skip.as_ref() {
+        if self.skips.at(id) == skip.as_ref() {
             return false;
         }
         if let Some(new) = &skip {
             self.skip_counts.add(new);
         }
         let old = match skip {
-            Some(s) => self.skips.insert(node.clone(), s),
-            None => self.skips.remove(node),
+            Some(s) => self.skips.replace(id, s),
+            None => self.skips.remove(Some(id)),
         };
         if let Some(old) = old {
             self.skip_counts.remove(&old);
@@ -124,10 +116,10 @@ impl DaemonSetState {
         };
         match id {
             Some(id) if pair.node_exists && pair.skipped && pair.has_pod => {
-                self.misscheduled.insert_new((node, id), since);
+                self.misscheduled.insert_new(id, since);
             }
             _ => {
-                self.misscheduled.remove((node, id));
+                self.misscheduled.remove(id);
             }
         }
         if pair.has_pod || !pair.node_exists {
@@ -159,7 +151,7 @@ impl DaemonSetState {
     /// miss for each DaemonSet a node event re-evaluates.
     pub(super) fn track_uncovered(
         &mut self,
-        (node, id): (&Str, Option<NodeId>),
+        id: Option<NodeId>,
         node_exists: bool,
         covered: impl FnOnce(&Claims) -> bool,
         since: Since,
@@ -167,10 +159,10 @@ impl DaemonSetState {
         match id {
             // A cached node has a number: `node_exists` and no `id` does not happen.
             Some(id) if node_exists && !self.is_skipped(Some(id)) && !covered(&self.claimed) => {
-                self.uncovered.insert_new((node, id), since);
+                self.uncovered.insert_new(id, since);
             }
             _ => {
-                self.uncovered.remove((node, id));
+                self.uncovered.remove(id);
             }
         }
     }
@@ -178,7 +170,7 @@ impl DaemonSetState {
     /// Whether the node numbered `id` is in `skips`; a node without a number is not cached,
     /// and so not skipped.
     pub(super) fn is_skipped(&self, id: Option<NodeId>) -> bool {
-        id.is_some_and(|id| self.skipped.get(id.index()).unwrap_or(false))
+        self.skips.has(id)
     }
 
     /// What the departed pod's absence means now: `Some` when it was the controller's
@@ -189,9 +181,9 @@ impl DaemonSetState {
         if !self.is_skipped(id) {
             return None;
         }
-        let pod = self.departed.get(node)?;
-        let skip = self.skips.get(node)?;
-        id.and_then(|id| self.claimed.get(id)).is_none().then_some((&**pod, skip))
+        let (pod, id) = (self.departed.get(node)?, id?);
+        let skip = self.skips.at(id)?;
+        self.claimed.get(id).is_none().then_some((&**pod, skip))
     }
 
     /// Forgets what the index kept for losses it has yet to see: the DaemonSet is not
@@ -217,14 +209,17 @@ mod tests {
     #[test]
     fn the_skipped_bits_follow_the_skips() {
         let mut state = DaemonSetState::default();
-        let (name, id) = (Str::from("n9"), NodeId::at(9));
+        let id = NodeId::at(9);
         let skip = Skip::NodeSelector { key: Str::from("pool") };
         assert!(!state.is_skipped(Some(id)), "beyond the column: not skipped");
-        assert!(state.set_skip((&name, id), Some(skip.clone())));
+        assert!(state.set_skip(id, Some(skip.clone())));
         assert!(state.is_skipped(Some(id)) && !state.is_skipped(Some(NodeId::at(8))) && !state.is_skipped(None));
-        assert_eq!((state.skips.get(&name), state.skip_counts.iter().count()), (Some(&skip), 1));
-        assert!(!state.set_skip((&name, id), Some(skip)), "the same skip again changes nothing");
-        assert!(state.set_skip((&name, id), None));
+        assert_eq!((state.skips.at(id), state.skip_counts.iter().count()), (Some(&skip), 1));
+        assert!(!state.set_skip(id, Some(skip)), "the same skip again changes nothing");
+        let taint = Skip::Taint { key: Str::from("drain"), no_execute: false };
+        assert!(state.set_skip(id, Some(taint.clone())), "another skip replaces it");
+        assert_eq!((state.skips.at(id), state.skip_counts.iter().count()), (Some(&taint), 1));
+        assert!(state.set_skip(id, None));
         assert!(!state.is_skipped(Some(id)) && state.skips.is_empty() && state.skip_counts.is_empty());
     }
 }

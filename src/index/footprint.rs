@@ -8,7 +8,8 @@ use std::mem::size_of;
 
 use super::Index;
 use super::keyed::Slot;
-use crate::model::{FieldOwner, Node, Pod, Str, Taint, Uid};
+use super::node_ids::NodeId;
+use crate::model::{FieldOwner, Node, Pod, Taint, Uid};
 use crate::rules::eligibility::Skip;
 
 /// One structure's estimated heap bytes.
@@ -52,7 +53,7 @@ impl Index {
             },
             Part {
                 name: "per DaemonSet: skipped nodes",
-                bytes: states().map(|s| table::<Str, Skip>(s.skips.capacity())).sum(),
+                bytes: states().map(|s| table::<NodeId, Skip>(s.skips.capacity())).sum(),
                 grows_with: Grows::Pods,
             },
             Part {

@@ -350,7 +350,7 @@ impl Index {
         if synced {
             let (pods, now) = (&self.pods.objects, self.now);
             let covered = |claims: &Claims| first_pod_available(id.and_then(|id| claims.get(id)), pods, min_ready, now);
-            state.track_uncovered((node, id), node_exists, covered, since);
+            state.track_uncovered(id, node_exists, covered, since);
         }
         if state.refresh((node, id), node_exists, since, verdict) {
             self.loss_started(since);

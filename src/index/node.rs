@@ -51,11 +51,11 @@ impl Stored for Node {
             // Every cached DaemonSet has its state (`DaemonSet::upsert`). Looked up without
             // cloning the UID: a clone is an atomic write, which waits on every miss before it.
             let Some(state) = index.state.get_mut(uid) else { continue };
-            state.set_skip((&node.name, id), should_run(&node, &ds.template));
+            state.set_skip(id, should_run(&node, &ds.template));
             if synced {
                 let (pods, now) = (&index.pods.objects, index.now);
                 let covered = |claims: &Claims| first_pod_available(claims.get(id), pods, ds.min_ready_seconds, now);
-                state.track_uncovered((&node.name, Some(id)), true, covered, since);
+                state.track_uncovered(Some(id), true, covered, since);
             }
             state.refresh((&node.name, Some(id)), true, since, None);
             if state.departed.contains_key(&node.name) {
@@ -85,9 +85,9 @@ impl Stored for Node {
         }
         for state in index.state.values_mut() {
             if let Some(id) = id {
-                state.set_skip((&node.name, id), None);
+                state.set_skip(id, None);
             }
-            state.uncovered.remove((&node.name, id));
+            state.uncovered.remove(id);
             state.refresh((&node.name, id), false, since, None);
         }
     }
@@ -120,7 +120,7 @@ impl Index {
             if !state.misscheduled.has(Some(id)) {
                 continue;
             }
-            let (Some(since), Some(skip)) = (state.misscheduled.get(&new.name), state.skips.get(&new.name)) else {
+            let (Some(since), Some(skip)) = (state.misscheduled.at(id), state.skips.at(id)) else {
                 continue;
             };
             let pods = state.claimed.get(id).unwrap_or_default();

@@ -52,7 +52,7 @@ impl Index {
             let Some(pods) = state.pods_on(&self.node_ids, &node) else { continue };
             let covered = first_pod_available(Some(pods), &self.pods.objects, min_ready, self.now);
             let id = self.node_ids.get(&node);
-            state.track_uncovered((&node, id), self.node_ids.is_cached(id), |_| covered, since);
+            state.track_uncovered(id, self.node_ids.is_cached(id), |_| covered, since);
         }
         for state in self.state.values_mut() {
             track_missing(state, &self.nodes.objects, &self.node_ids, since);
@@ -69,10 +69,9 @@ impl Index {
                 continue;
             }
             let before = state.uncovered.len();
-            let (pods, now, ids) = (&self.pods.objects, self.now, &self.node_ids);
+            let (pods, now) = (&self.pods.objects, self.now);
             let (claimed, uncovered) = (&state.claimed, &mut state.uncovered);
-            uncovered
-                .retain(ids, |_, id| !first_pod_available(id.and_then(|id| claimed.get(id)), pods, min_ready, now));
+            uncovered.retain(|id| !first_pod_available(claimed.get(id), pods, min_ready, now));
             if state.uncovered.len() != before {
                 self.generation += 1;
             }
@@ -92,7 +91,7 @@ impl Index {
             .collect();
         for (node, covered) in claimed {
             let id = self.node_ids.get(&node);
-            state.track_uncovered((&node, id), self.node_ids.is_cached(id), |_| covered, since);
+            state.track_uncovered(id, self.node_ids.is_cached(id), |_| covered, since);
         }
         track_missing(state, &self.nodes.objects, &self.node_ids, since);
     }
@@ -121,12 +120,13 @@ pub(super) fn first_pod_available(
 fn track_missing(state: &mut DaemonSetState, nodes: &Keyed<Node>, ids: &NodeIds, since: Since) {
     let wanted = nodes.len().saturating_sub(state.skips.len());
     let claimed = state.claimed_nodes(ids);
-    let with_pods = claimed.filter(|(node, _)| nodes.contains_key(*node) && !state.skips.contains_key(*node)).count();
+    let with_pods =
+        claimed.filter(|(node, _)| nodes.contains_key(*node) && state.skips.get(ids, node).is_none()).count();
     if with_pods >= wanted {
         return;
     }
     let missing: Vec<Str> = nodes.keys().filter(|node| state.pods_on(ids, node).is_none()).cloned().collect();
     for node in missing {
-        state.track_uncovered((&node, ids.get(&node)), true, |_| false, since);
+        state.track_uncovered(ids.get(&node), true, |_| false, since);
     }
 }

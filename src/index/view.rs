@@ -6,7 +6,7 @@ use super::daemonset_state::DaemonSetState;
 use super::failed_create::EventsRead;
 use super::uncovered::first_pod;
 use super::{Index, Since};
-use crate::model::{DaemonSet, FastMap, Node, Pod, Str, Timestamp};
+use crate::model::{DaemonSet, Node, Pod, Str, Timestamp};
 use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::{Classification, Reason, classify};
 use crate::rules::uncovered::{Uncovered, missing_reason, pod_reason};
@@ -127,7 +127,7 @@ impl<'a> DaemonSetView<'a> {
     pub fn scheduled_nodes(&self) -> usize {
         let nodes = &self.index.nodes.objects;
         let claimed = self.state.claimed_nodes(&self.index.node_ids);
-        claimed.filter(|(n, _)| nodes.contains_key(*n) && !self.state.skips.contains_key(*n)).count()
+        claimed.filter(|(n, _)| nodes.contains_key(*n) && !self.skips(n)).count()
     }
 
     /// The nodes this DaemonSet should run on without an available pod, by node name.
@@ -140,7 +140,7 @@ impl<'a> DaemonSetView<'a> {
             (None, EventsRead::Refused) => Some(EVENTS_REFUSED),
             (None, _) => None,
         };
-        for (node, since) in by_node(&self.state.uncovered) {
+        for (node, since) in by_node(self.state.uncovered.iter(&self.index.node_ids)) {
             // The one pod the controller counts there, without sorting every claimed one.
             let pod = first_pod(self.state.pods_on(&self.index.node_ids, node), &self.index.pods.objects);
             let (reason, evidence) = match pod {
@@ -199,12 +199,12 @@ impl<'a> DaemonSetView<'a> {
 
     /// Whether the DaemonSet skips `node` (`shouldRun` is false there).
     pub fn skips(&self, node: &str) -> bool {
-        self.state.skips.contains_key(node)
+        self.skip(node).is_some()
     }
 
     /// Why the DaemonSet skips `node` (`NodeShouldRunDaemonPod`); `None` when it should run there.
     pub fn skip(&self, node: &str) -> Option<&'a Skip> {
-        self.state.skips.get(node)
+        self.state.skips.get(&self.index.node_ids, node)
     }
 
     /// The pods the DaemonSet counts on `node`, oldest first, terminating ones included.
@@ -218,7 +218,7 @@ impl<'a> DaemonSetView<'a> {
 
     /// Whether `node` is one the DaemonSet should run on without an available pod.
     pub fn is_uncovered(&self, node: &str) -> bool {
-        self.state.uncovered.contains_key(node)
+        self.state.uncovered.get(&self.index.node_ids, node).is_some()
     }
 
     /// Whether the DaemonSet counts a pod on `node`.
@@ -238,20 +238,21 @@ impl<'a> DaemonSetView<'a> {
     /// Every claimed pod on a misscheduled node, by node; on each node the oldest
     /// pod (the one the controller looks at first) comes first and decides the node's reason.
     pub fn misscheduled_pods(&self) -> Vec<MisscheduledPod<'a>> {
-        self.misscheduled_among(by_node(&self.state.misscheduled).into_iter())
+        self.misscheduled_among(by_node(self.state.misscheduled.iter(&self.index.node_ids)).into_iter())
     }
 
     /// `misscheduled_pods` on `nodes` only: what a change to a few nodes can move costs
     /// those nodes, not every misscheduled one (thousands at 65,000 nodes).
-    pub fn misscheduled_pods_on(&self, nodes: &[Str]) -> Vec<MisscheduledPod<'a>> {
-        self.misscheduled_among(nodes.iter().filter_map(|node| self.state.misscheduled.get_key_value(node)))
+    pub fn misscheduled_pods_on<'n>(&self, nodes: &'n [Str]) -> Vec<MisscheduledPod<'a>> {
+        let misscheduled = |node: &'n Str| Some((node, self.state.misscheduled.get(&self.index.node_ids, node)?));
+        self.misscheduled_among(nodes.iter().filter_map(misscheduled))
     }
 
-    fn misscheduled_among(&self, nodes: impl Iterator<Item = (&'a Str, &'a Since)>) -> Vec<MisscheduledPod<'a>> {
+    fn misscheduled_among<'n>(&self, nodes: impl Iterator<Item = (&'n Str, &'a Since)>) -> Vec<MisscheduledPod<'a>> {
         let index = self.index;
         let mut out = Vec::new();
         for (node_name, since) in nodes {
-            let (Some(node), Some(skip)) = (index.nodes.objects.get(node_name), self.state.skips.get(node_name)) else {
+            let (Some(node), Some(skip)) = (index.nodes.objects.get(node_name), self.skip(node_name)) else {
                 continue;
             };
             for (i, pod) in self.pods_on(node_name).into_iter().enumerate() {
@@ -277,8 +278,8 @@ impl<'a> DaemonSetView<'a> {
 }
 
 /// A per-node map's entries by node name: the order every view gives (the maps are hashed).
-fn by_node<V>(map: &FastMap<Str, V>) -> Vec<(&Str, &V)> {
-    let mut entries: Vec<_> = map.iter().collect();
+fn by_node<'a, V>(entries: impl Iterator<Item = (&'a Str, &'a V)>) -> Vec<(&'a Str, &'a V)> {
+    let mut entries: Vec<_> = entries.collect();
     entries.sort_unstable_by_key(|(node, _)| *node);
     entries
 }
