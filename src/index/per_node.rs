@@ -74,22 +74,23 @@ impl<V> PerNode<V> {
         if self.has(Some(id)) {
             return;
         }
-        let at = id.index();
-        if at >= self.has.len() {
-            self.has.grow(at + 1 - self.has.len(), false);
-        }
-        self.has.set(at, true);
+        self.mark(id);
         self.map.insert(id, value);
     }
 
     /// Gives the node numbered `id` `value`; returns the value it replaces.
     pub(super) fn replace(&mut self, id: NodeId, value: V) -> Option<V> {
+        self.mark(id);
+        self.map.insert(id, value)
+    }
+
+    /// Sets the bit of the node numbered `id`, growing the column to reach it.
+    fn mark(&mut self, id: NodeId) {
         let at = id.index();
         if at >= self.has.len() {
             self.has.grow(at + 1 - self.has.len(), false);
         }
         self.has.set(at, true);
-        self.map.insert(id, value)
     }
 
     /// Takes the entry of the node numbered `id` away; a node without a number has none.
