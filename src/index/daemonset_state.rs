@@ -56,6 +56,12 @@ impl DaemonSetState {
         self.claimed.iter().filter_map(|(id, pods)| Some((ids.name(id)?, pods)))
     }
 
+    /// `currentNumberScheduled`: cached nodes it does not skip that have a claimed pod. Asked
+    /// by number: each is a bit, where a name would be looked up in the 65,000-node tables.
+    pub(super) fn scheduled_nodes(&self, ids: &NodeIds) -> usize {
+        self.claimed.iter().filter(|&(id, _)| ids.is_cached(Some(id)) && !self.is_skipped(Some(id))).count()
+    }
+
     /// Asks for what a refresh of the node numbered `id` reads first (`prefetch`): its skip,
     /// misscheduled and uncovered bits, and its entry in the claims column. At 65,000 nodes
     /// each bit column is 8 KiB per DaemonSet, and a node's three words in 40 DaemonSets

@@ -119,10 +119,7 @@ pub(super) fn first_pod_available(
 /// it counts fewer eligible nodes with a pod than it wants, rare once synced.
 fn track_missing(state: &mut DaemonSetState, nodes: &Keyed<Node>, ids: &NodeIds, since: Since) {
     let wanted = nodes.len().saturating_sub(state.skips.len());
-    let claimed = state.claimed_nodes(ids);
-    let with_pods =
-        claimed.filter(|(node, _)| nodes.contains_key(*node) && state.skips.get(ids, node).is_none()).count();
-    if with_pods >= wanted {
+    if state.scheduled_nodes(ids) >= wanted {
         return;
     }
     let missing: Vec<Str> = nodes.keys().filter(|node| state.pods_on(ids, node).is_none()).cloned().collect();

@@ -125,9 +125,7 @@ impl<'a> DaemonSetView<'a> {
 
     /// `currentNumberScheduled`: nodes where `shouldRun` is true that have a counted pod.
     pub fn scheduled_nodes(&self) -> usize {
-        let nodes = &self.index.nodes.objects;
-        let claimed = self.state.claimed_nodes(&self.index.node_ids);
-        claimed.filter(|(n, _)| nodes.contains_key(*n) && !self.skips(n)).count()
+        self.state.scheduled_nodes(&self.index.node_ids)
     }
 
     /// The nodes this DaemonSet should run on without an available pod, by node name.
