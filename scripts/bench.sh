@@ -164,7 +164,7 @@ of events to each by turns, in blocks, so that both see the same host. It is the
 for the target: events at 65,000 nodes at least 0.9× as fast as at 5,000. The second row
 gives each pair of blocks' ratio, lowest to highest: its spread is how far one run's ratio
 can be trusted. A drain re-evaluates a node for every DaemonSet (about 15 to 60 times what an
-event of another kind costs), so the 1% of events that are drains take a quarter to a third
+event of another kind costs), so the 1% of events that are drains take a fifth to a third
 of the time, and the few hundred in a block make each block's ratio swing.
 
 ${alternating:-skipped (LARGE_NODES=0)}
