@@ -637,9 +637,12 @@ fn nodes_that_come_and_go_under_new_names_are_forgotten() {
     let stable: Vec<Node> = (0..5).map(|i| make_node(i, true, [false; 4])).collect();
     let stable_pods: Vec<Pod> = (0..5).map(|i| make_pod(&ds, i, true, true, Owner::Controller, false, false)).collect();
     let mut index = cluster(stable.clone(), vec![ds.clone()], vec![revision(&ds, "h")], stable_pods.clone());
-    let claims_bytes = |index: &Index| {
-        index.footprint().into_iter().find(|part| part.name.starts_with("claims")).map_or(0, |part| part.bytes)
+    let part_bytes = |index: &Index, name: &str| {
+        let part = index.footprint().into_iter().find(|part| part.name.contains(name));
+        part.unwrap_or_else(|| panic!("no footprint part named {name}")).bytes
     };
+    let claims_bytes = |index: &Index| part_bytes(index, "claims");
+    let episodes_bytes = |index: &Index| part_bytes(index, "misscheduled");
     let came_and_went = 5_000;
     for i in 0..came_and_went {
         let name = format!("scaled-{i}");
@@ -649,15 +652,25 @@ fn nodes_that_come_and_go_under_new_names_are_forgotten() {
         apply(&mut index, pod.clone());
         // A drain taints the node, the pod goes, then the node.
         apply(&mut index, node(&name, &[], &["ToBeDeletedByClusterAutoscaler=1:NoSchedule"]));
+        if i == 0 {
+            assert!(episodes_bytes(&index) > 0, "a misscheduled node is counted in the footprint");
+        }
         delete(&mut index, pod);
         delete(&mut index, scaled);
     }
     let fresh = cluster(stable, vec![ds.clone()], vec![revision(&ds, "h")], stable_pods);
     assert_eq!(observable(&index), observable(&fresh));
-    let slot = std::mem::size_of::<[usize; 3]>();
+    // Were no number reused, the claims column would hold a 4-byte slot for each of the
+    // 5,000 names, and each of the two bit columns a bit for each (about 1,250 B in all).
+    let slot = std::mem::size_of::<u32>();
     assert!(
         claims_bytes(&index) < came_and_went * slot / 2,
         "claims of {} B after {came_and_went} nodes came and went: the numbers of gone names are not reused",
         claims_bytes(&index)
+    );
+    assert!(
+        episodes_bytes(&index) < came_and_went / 8 * 2,
+        "misscheduled and uncovered columns of {} B after {came_and_went} nodes came and went",
+        episodes_bytes(&index)
     );
 }

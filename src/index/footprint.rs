@@ -9,8 +9,8 @@ use std::mem::size_of;
 use super::Index;
 use super::keyed::Slot;
 use super::node_ids::NodeId;
+use super::per_node::PerNode;
 use crate::model::{FieldOwner, Node, Pod, Taint, Uid};
-use crate::rules::eligibility::Skip;
 
 /// One structure's estimated heap bytes.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,7 +53,12 @@ impl Index {
             },
             Part {
                 name: "per DaemonSet: skipped nodes",
-                bytes: states().map(|s| table::<NodeId, Skip>(s.skips.capacity())).sum(),
+                bytes: states().map(|s| per_node(&s.skips)).sum(),
+                grows_with: Grows::Pods,
+            },
+            Part {
+                name: "per DaemonSet: misscheduled and uncovered nodes",
+                bytes: states().map(|s| per_node(&s.misscheduled) + per_node(&s.uncovered)).sum(),
                 grows_with: Grows::Pods,
             },
             Part {
@@ -73,6 +78,12 @@ fn node_heap(node: &Node) -> usize {
     vec(node.taints.len(), size_of::<Taint>())
         + vec(node.managers.owners.len(), size_of::<FieldOwner>())
         + node.managers.seen_bytes()
+}
+
+/// A `PerNode` column: its table and its bits.
+fn per_node<V>(column: &PerNode<V>) -> usize {
+    let bits = column.bits_bytes();
+    table::<NodeId, V>(column.capacity()) + if bits == 0 { 0 } else { size_class(bits) }
 }
 
 /// A hashbrown table of `capacity` items: its buckets, one control byte each, and a group.

@@ -67,6 +67,11 @@ impl<V> PerNode<V> {
         self.map.capacity()
     }
 
+    /// The bytes of the bit column (`footprint`).
+    pub(super) fn bits_bytes(&self) -> usize {
+        self.has.capacity().div_ceil(8)
+    }
+
     /// Asks for the word holding the bit of the node numbered `id` (`prefetch`).
     pub(super) fn prefetch(&self, id: NodeId) {
         if let Some(word) = self.has.storage().get(id.index() / 32) {
