@@ -5,8 +5,8 @@
 #     real browser), openssl and curl (the lab), g++ (libFuzzer, built by the fuzz targets' check)
 #   - PyPI helm-python-sdk 0.2.2 and kubernetes-validate for the chart tests
 #   - the lab (tests/lab/lab.sh): Kubernetes, etcd, KWOK, nfd-master and kube-state-metrics,
-#     built once from their Go modules and cached under ~/.cache/misschedule-exporter (7.5 min
-#     on 2 cores the first time); its kubectl goes first on PATH
+#     built once from their Go modules and cached under ~/.cache/misschedule-exporter (7.5 to 9
+#     min on 2 cores the first time); its kubectl goes first on PATH
 #   - nightly Rust and cargo-fuzz for scripts/fuzz.sh, the last step (a minute per target)
 #   - cargo test, both tiers, with --no-fail-fast so that one failure hides no other: the fast
 #     one (pure and in-process; plain `cargo test` runs only it) and the slow one (the lab,
