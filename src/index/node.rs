@@ -95,10 +95,14 @@ impl Stored for Node {
 
 impl Index {
     /// Asks for what the loop over DaemonSets reads of the node numbered `id` in each
-    /// (`prefetch`): first the skip bits and claims, then the first pod each claim names.
+    /// (`prefetch`): first the skip bits and claims, then the tables a drain writes, then the
+    /// first pod each claim names.
     fn prefetch_pairs(&self, id: NodeId) {
         for state in self.state.values() {
             state.prefetch(id);
+        }
+        for state in self.state.values() {
+            state.warm_episode_tables(id);
         }
         for state in self.state.values() {
             if let Some(&[first, ..]) = state.claimed.get(id) {

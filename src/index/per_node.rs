@@ -79,6 +79,12 @@ impl<V> PerNode<V> {
         }
     }
 
+    /// Looks the node numbered `id` up in the map and keeps nothing, so that a write there
+    /// soon after finds its bucket in cache (`Index::prefetch_pairs`).
+    pub(super) fn warm(&self, id: NodeId) {
+        std::hint::black_box(self.map.get(&id));
+    }
+
     /// Gives the node numbered `id` `value` unless it has one.
     pub(super) fn insert_new(&mut self, id: NodeId, value: V) {
         if self.has(Some(id)) {
