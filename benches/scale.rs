@@ -221,6 +221,14 @@ struct EventMix<'s> {
     only: Option<usize>,
 }
 
+/// A drain's cost in times an event of another kind, and drains' share (`ByKind::drains`).
+struct DrainShare {
+    times_lowest: f64,
+    times_highest: f64,
+    of_time: f64,
+    of_events: f64,
+}
+
 /// Time spent on each kind of event, to show which kind a bigger cluster makes dearer.
 #[derive(Default)]
 struct ByKind([(usize, Duration); 4]);
@@ -245,6 +253,24 @@ impl ByKind {
     fn rate(&self) -> f64 {
         let spent: Duration = self.0.iter().map(|(_, spent)| *spent).sum();
         self.count() as f64 / spent.as_secs_f64()
+    }
+
+    /// What a drain cost against each other kind seen, and drains' share of the time and of
+    /// the events; `None` without drains or other kinds. Computed where the times are, so
+    /// that the prose about drains cannot drift from the figures.
+    fn drains(&self) -> Option<DrainShare> {
+        const DRAINS: usize = 2;
+        let each: Vec<(f64, usize)> = self.each().map(|(_, us, count)| (us, count)).collect();
+        let (drain_us, drains) = each[DRAINS];
+        let others = each.iter().enumerate().filter(|&(kind, &(_, count))| kind != DRAINS && count > 0);
+        let times: Vec<f64> = others.map(|(_, &(us, _))| drain_us / us).collect();
+        let spent: f64 = each.iter().map(|&(us, count)| us * count as f64).sum();
+        (drains > 0 && !times.is_empty()).then(|| DrainShare {
+            times_lowest: times.iter().copied().fold(f64::INFINITY, f64::min),
+            times_highest: times.iter().copied().fold(0.0, f64::max),
+            of_time: drain_us * drains as f64 / spent,
+            of_events: drains as f64 / self.count() as f64,
+        })
     }
 
     /// Each kind, its µs per event and its count.
@@ -403,6 +429,17 @@ fn alternating(index: &mut Index, events: &mut EventMix<'_>, nodes: usize, count
             continue;
         }
         out += &format!("| of which: {kind}, µs per event | {large:.2} | {small:.2} | {:.2}× | | |\n", small / large);
+    }
+    for (size, kinds) in [(shape.nodes, &large_kinds), (nodes, &small_kinds)] {
+        if let Some(drains) = kinds.drains() {
+            out += &format!(
+                "\nAt {size} nodes a drain cost {:.0} to {:.0} times an event of another kind, and drains, {:.1}% of the events, took {:.0}% of the time.\n",
+                drains.times_lowest,
+                drains.times_highest,
+                drains.of_events * 100.0,
+                drains.of_time * 100.0
+            );
+        }
     }
     out
 }
