@@ -164,8 +164,9 @@ of events to each by turns, in blocks, so that both see the same host. It is the
 for the target: events at 65,000 nodes at least 0.9× as fast as at 5,000. The second row
 gives each pair of blocks' ratio, lowest to highest: its spread is how far one run's ratio
 can be trusted. A drain re-evaluates a node for every DaemonSet, so it costs many times what
-an event of another kind does, and the 1% of events that are drains take a large share of the
-time (both measured, below the table): the few hundred in a block make each block's ratio swing.
+an event of another kind does, and the few events that are drains take a large share of the
+time (both measured, in the lines under the table); the few hundred in a block make each
+block's ratio swing.
 
 ${alternating:-skipped (LARGE_NODES=0)}
 
