@@ -250,9 +250,12 @@ impl ByKind {
         }
     }
 
+    fn spent(&self) -> Duration {
+        self.0.iter().map(|(_, spent)| *spent).sum()
+    }
+
     fn rate(&self) -> f64 {
-        let spent: Duration = self.0.iter().map(|(_, spent)| *spent).sum();
-        self.count() as f64 / spent.as_secs_f64()
+        self.count() as f64 / self.spent().as_secs_f64()
     }
 
     /// What a drain cost against each other kind seen, and drains' share of the time and of
@@ -260,15 +263,14 @@ impl ByKind {
     /// that the prose about drains cannot drift from the figures.
     fn drains(&self) -> Option<DrainShare> {
         const DRAINS: usize = 2;
-        let each: Vec<(f64, usize)> = self.each().map(|(_, us, count)| (us, count)).collect();
-        let (drain_us, drains) = each[DRAINS];
-        let others = each.iter().enumerate().filter(|&(kind, &(_, count))| kind != DRAINS && count > 0);
+        let per_event: Vec<(f64, usize)> = self.each().map(|(_, us, count)| (us, count)).collect();
+        let (drain_us, drains) = per_event[DRAINS];
+        let others = per_event.iter().enumerate().filter(|&(kind, &(_, count))| kind != DRAINS && count > 0);
         let times: Vec<f64> = others.map(|(_, &(us, _))| drain_us / us).collect();
-        let spent: f64 = each.iter().map(|&(us, count)| us * count as f64).sum();
         (drains > 0 && !times.is_empty()).then(|| DrainShare {
             times_lowest: times.iter().copied().fold(f64::INFINITY, f64::min),
             times_highest: times.iter().copied().fold(0.0, f64::max),
-            of_time: drain_us * drains as f64 / spent,
+            of_time: self.0[DRAINS].1.as_secs_f64() / self.spent().as_secs_f64(),
             of_events: drains as f64 / self.count() as f64,
         })
     }
