@@ -8,7 +8,7 @@
 //! `MADV_HUGEPAGE`, and unmapped when freed: nothing else shares their pages, so there is
 //! nothing for khugepaged to refill. Smaller ones go to the global allocator (jemalloc).
 //!
-//! Measured against the build before (`benches/scale.rs`, 65,000 nodes × 40 DaemonSets, two
+//! Measured against the build before (`benches/scale/`, 65,000 nodes × 40 DaemonSets, two
 //! pairs of runs in opposite orders, 2026-11-28): events 9–10% faster (359k against 327k/s,
 //! 266k against 243k/s on a slower hour), RSS the same (227 MiB). At 5,000 nodes the rounding
 //! to whole huge pages costs 2 MiB, and an idle exporter held 60 s after ready stayed flat.
