@@ -14,7 +14,9 @@ use crate::cold_start::synced_index;
 use crate::synth::{self, Shape};
 
 /// Applies `events` (and drops them) as the watcher applies a batch (`Watch::apply_batch`),
-/// adding their count and the time it took to `kind`.
+/// adding their count and the time it took to `kind`. Never inlined, so that a profile can
+/// keep only the samples under it (the events applied, not the making of them).
+#[inline(never)]
 pub(crate) fn timed<K: Indexed>(index: &mut Index, events: Vec<Event<K>>, kind: &mut (usize, Duration)) {
     let count = events.len();
     let started = Instant::now();
