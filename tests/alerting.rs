@@ -123,12 +123,12 @@ impl Drop for Alertmanager {
 #[test]
 #[ignore = "needs Alertmanager: scripts/test.sh runs it"]
 fn unexplained_is_inhibited_while_a_pod_alert_explains_the_daemonset() {
-    let dir = std::env::temp_dir().join(format!("misschedule-am-{}", std::process::id()));
+    let dir = tempfile::Builder::new().prefix("misschedule-am-").tempdir().unwrap();
     // Same configuration, with receivers pointed at loopback so nothing leaves the machine.
     let config = std::fs::read_to_string(Path::new(ROOT).join(ROUTING))
         .unwrap()
         .replace("http://alert-sink.example", "http://127.0.0.1:9");
-    let am = Alertmanager::start(&dir, &config);
+    let am = Alertmanager::start(dir.path(), &config);
     let port = am.port;
 
     let alert = |name: &str, ds: &str| json!({"labels": {"alertname": name, "namespace": "monitoring", "daemonset": ds, "severity": "warning"}});
@@ -204,7 +204,7 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
     let webhooks = http::Stub::serve("");
 
     // Alertmanager with the example routing, receivers pointed at the loopback webhook.
-    let am_dir = std::env::temp_dir().join(format!("misschedule-am-e2e-{}", std::process::id()));
+    let am_dir = tempfile::Builder::new().prefix("misschedule-am-e2e-").tempdir().unwrap();
     let mut routing: Value =
         serde_saphyr::from_str(&std::fs::read_to_string(Path::new(ROOT).join(ROUTING)).unwrap()).unwrap();
     routing["route"]["group_wait"] = json!("1s");
@@ -215,7 +215,7 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
             hook["url"] = json!(format!("http://127.0.0.1:{}/{path}", webhooks.port));
         }
     }
-    let am = Alertmanager::start(&am_dir, &routing.to_string());
+    let am = Alertmanager::start(am_dir.path(), &routing.to_string());
     let am_port = am.port;
 
     let dir = Prometheus::dir("alerting-e2e");
@@ -343,5 +343,4 @@ fn operator_labelled_replicas_raise_each_alert_once_and_alertmanager_routes_by_r
     std::thread::sleep(Duration::from_secs(2));
     let held_by_alertmanager = http::get(am_port, "/api/v2/alerts").map(|(_, body)| body).unwrap_or_default();
     assert_eq!(delivered(), want, "Alertmanager holds: {held_by_alertmanager}");
-    std::fs::remove_dir_all(&am_dir).ok();
 }

@@ -47,15 +47,7 @@ struct Lab {
     fake: FakeApi,
     exporter: Exporter,
     log: PathBuf,
-    _dir: TempDir,
-}
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    _dir: tempfile::TempDir,
 }
 
 impl Lab {
@@ -66,17 +58,16 @@ impl Lab {
 
     /// A fake that sends a bookmark every `bookmark_every`, and the exporter with `args`.
     async fn start_with(name: &str, bookmark_every: Duration, args: &[&str]) -> Self {
-        let dir = std::env::temp_dir().join(format!("misschedule-apifaults-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::Builder::new().prefix(&format!("misschedule-apifaults-{name}-")).tempdir().unwrap();
         let fake = FakeApi::start(cluster("a", "b"), bookmark_every).await;
-        let kubeconfig = fake.kubeconfig(&dir.join("kubeconfig"));
-        let log = dir.join("exporter.log");
+        let kubeconfig = fake.kubeconfig(&dir.path().join("kubeconfig"));
+        let log = dir.path().join("exporter.log");
         // The exporter's own log filter, as a user gets it: one line per burst is a promise
         // of the defaults.
         let args: Vec<&str> = ["--kubeconfig", kubeconfig.as_str()].into_iter().chain(args.iter().copied()).collect();
         let file = std::fs::File::create(&log).unwrap();
         let exporter = Exporter::spawn_logging("127.0.0.1", &args, file.into(), None);
-        let lab = Self { fake, exporter, log, _dir: TempDir(dir) };
+        let lab = Self { fake, exporter, log, _dir: dir };
         lab.wait("ready with n2 misscheduled", Duration::from_secs(20), |lab| lab.ready() && lab.nodes() == ["n2"])
             .await;
         lab

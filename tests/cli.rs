@@ -48,8 +48,7 @@ fn explain_json_on_a_snapshot() {
 
 #[test]
 fn bad_snapshots_exit_5_naming_the_file() {
-    let dir = std::env::temp_dir().join(format!("misschedule-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tempfile::Builder::new().prefix("misschedule-cli-").tempdir().unwrap();
     let cases: [(&str, &[u8], &str); 4] = [
         ("truncated.json", br#"{"kind":"List","items":[{"kind":"Node""#, "not valid JSON"),
         (
@@ -61,7 +60,7 @@ fn bad_snapshots_exit_5_naming_the_file() {
         ("binary.json", b"\xff\xfe\x00garbage", "not UTF-8"),
     ];
     for (name, bytes, message) in cases {
-        let path = dir.join(name);
+        let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
         let out = exporter(&["explain", "--snapshot", path.to_str().unwrap()]);
         let err = stderr(&out);
@@ -82,8 +81,9 @@ fn configuration_errors_have_their_own_exit_codes() {
 
     // A kubeconfig pointing at a port nobody listens on.
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let path = std::env::temp_dir().join(format!("misschedule-unreachable-{}.yaml", std::process::id()));
-    std::fs::write(&path, format!("apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}'}}}}]\nusers: [{{name: u, user: {{token: t}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\ncurrent-context: x\n")).unwrap();
+    let kubeconfig = tempfile::Builder::new().prefix("misschedule-unreachable-").suffix(".yaml").tempfile().unwrap();
+    let path = kubeconfig.path();
+    std::fs::write(path, format!("apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}'}}}}]\nusers: [{{name: u, user: {{token: t}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\ncurrent-context: x\n")).unwrap();
     let out = exporter(&["--kubeconfig", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(stderr(&out).contains("cannot reach the API server"));

@@ -31,9 +31,8 @@ fn snapshot(path: &Path) {
 #[test]
 #[ignore = "needs Prometheus: scripts/test.sh runs it"]
 fn prometheus_reads_escaped_label_values_back_unchanged() {
-    let dir = std::env::temp_dir().join(format!("misschedule-exposition-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("hostile.json");
+    let dir = tempfile::Builder::new().prefix("misschedule-exposition-").tempdir().unwrap();
+    let path = dir.path().join("hostile.json");
     snapshot(&path);
     let exporter = support::Exporter::snapshot(&[path.to_str().unwrap()]);
     let port = exporter.port;

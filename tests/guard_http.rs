@@ -32,18 +32,18 @@ struct Guarded {
     exporter: Exporter,
     port: u16,
     ca: PathBuf,
-    dir: PathBuf,
+    /// Removed when the test ends, after the processes above (fields drop in order).
+    dir: tempfile::TempDir,
 }
 
 async fn start(name: &str, fault: Option<Fault>, extra: &[&str]) -> Guarded {
-    let dir = std::env::temp_dir().join(format!("misschedule-guard-http-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tempfile::Builder::new().prefix(&format!("misschedule-guard-http-{name}-")).tempdir().unwrap();
     let fake = FakeApi::start(cluster(), Duration::from_secs(1)).await;
     if let Some(fault) = fault {
         fake.fault(Some("pods"), fault);
     }
-    let kubeconfig = fake.kubeconfig(&dir.join("kubeconfig"));
-    let (cert, key) = http::self_signed(&dir, "webhook");
+    let kubeconfig = fake.kubeconfig(&dir.path().join("kubeconfig"));
+    let (cert, key) = http::self_signed(dir.path(), "webhook");
     let port = http::free_port();
     let listen = format!("127.0.0.1:{port}");
     let args = ["--kubeconfig", &kubeconfig, "--webhook-listen", &listen];
@@ -169,13 +169,13 @@ async fn a_renewed_webhook_certificate_is_served_without_a_restart() {
     http::wait_ok(guarded.exporter.port, "/readyz", Duration::from_secs(20));
     assert_eq!(post(guarded.port, &guarded.ca, &label_removed_review()).0, 200);
     // cert-manager renews: a new key pair in the same files.
-    let old = guarded.dir.join("old.crt");
+    let old = guarded.dir.path().join("old.crt");
     std::fs::copy(&guarded.ca, &old).unwrap();
-    let next = guarded.dir.join("next");
+    let next = guarded.dir.path().join("next");
     std::fs::create_dir_all(&next).unwrap();
     let (cert, key) = http::self_signed(&next, "webhook");
-    std::fs::copy(&key, guarded.dir.join("webhook.key")).unwrap();
-    std::fs::copy(&cert, guarded.dir.join("webhook.crt")).unwrap();
+    std::fs::copy(&key, guarded.dir.path().join("webhook.key")).unwrap();
+    std::fs::copy(&cert, guarded.dir.path().join("webhook.crt")).unwrap();
     let started = std::time::Instant::now();
     while post(guarded.port, &cert, &label_removed_review()).0 != 200 {
         assert!(started.elapsed() < Duration::from_secs(10), "the renewed certificate was not served within 10 s");

@@ -60,11 +60,9 @@ fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cluster-autoscaler-drain.json")
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("misschedule-server-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A directory of its own for the test `name`, removed when the value drops.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("misschedule-server-{name}-")).tempdir().unwrap()
 }
 
 /// Send raw bytes, read until the server closes (or 10 s pass); the response text.
@@ -124,7 +122,8 @@ fn scrape_https(port: u16, ca: &Path) -> String {
 
 #[test]
 fn tls_serves_https_and_picks_up_a_rotated_certificate() {
-    let dir = temp_dir("tls");
+    let temp = temp_dir("tls");
+    let dir = temp.path();
     for version in ["v1", "v2", "v3"] {
         let versioned = dir.join(version);
         std::fs::create_dir_all(&versioned).unwrap();
@@ -133,7 +132,7 @@ fn tls_serves_https_and_picks_up_a_rotated_certificate() {
         std::fs::rename(key, versioned.join("tls.key")).unwrap();
     }
     std::fs::write(dir.join("v3/tls.crt"), "-----BEGIN CERTIFICATE-----\nnot base64\n").unwrap();
-    publish_secret(&dir, "v1");
+    publish_secret(dir, "v1");
     for file in ["tls.crt", "tls.key"] {
         std::os::unix::fs::symlink(format!("..data/{file}"), dir.join(file)).unwrap();
     }
@@ -157,7 +156,7 @@ fn tls_serves_https_and_picks_up_a_rotated_certificate() {
     assert_eq!(curl(port, "/metrics", &v2), None, "a certificate nobody issued must not verify");
     assert_eq!(http::get(port, "/metrics"), None, "plain HTTP gets no answer on a TLS port");
 
-    publish_secret(&dir, "v2");
+    publish_secret(dir, "v2");
     let started = Instant::now();
     while curl(port, "/metrics", &v2) != Some(200) {
         assert!(started.elapsed() < Duration::from_secs(10), "rotated certificate not served within 10s");
@@ -175,7 +174,7 @@ fn tls_serves_https_and_picks_up_a_rotated_certificate() {
     );
 
     // A broken rotation is refused and counted; the working certificate stays.
-    publish_secret(&dir, "v3");
+    publish_secret(dir, "v3");
     let started = Instant::now();
     loop {
         let metrics = scrape_https(port, &v2);
@@ -191,7 +190,7 @@ fn tls_serves_https_and_picks_up_a_rotated_certificate() {
     assert_eq!(counter(&metrics, r#"misschedule_exporter_credential_reload_failing{file="tls"}"#), Some(1.0));
 
     // Fixed again: the certificate is picked up and the gauge clears.
-    publish_secret(&dir, "v1");
+    publish_secret(dir, "v1");
     let started = Instant::now();
     while curl(port, "/metrics", &v1) != Some(200) {
         assert!(started.elapsed() < Duration::from_secs(10), "the fixed certificate was not picked up within 10s");
@@ -203,9 +202,10 @@ fn tls_serves_https_and_picks_up_a_rotated_certificate() {
 
 #[test]
 fn unusable_tls_files_are_configuration_errors() {
-    let dir = temp_dir("tls-bad");
-    let (cert_a, _) = http::self_signed(&dir, "a");
-    let (_, key_b) = http::self_signed(&dir, "b");
+    let temp = temp_dir("tls-bad");
+    let dir = temp.path();
+    let (cert_a, _) = http::self_signed(dir, "a");
+    let (_, key_b) = http::self_signed(dir, "b");
     let out = Command::new(env!("CARGO_BIN_EXE_misschedule-exporter"))
         .arg("--snapshot")
         .arg(example())
@@ -234,7 +234,8 @@ fn unusable_tls_files_are_configuration_errors() {
 
 #[test]
 fn authentication_guards_metrics_and_explain_but_not_the_probes() {
-    let dir = temp_dir("auth");
+    let temp = temp_dir("auth");
+    let dir = temp.path();
     let token = dir.join("token");
     let password = dir.join("password");
     std::fs::write(&token, "t0ken\n").unwrap();
@@ -405,7 +406,8 @@ fn scrapes_get_the_format_and_encoding_they_ask_for() {
 
 #[test]
 fn a_client_that_stops_reading_is_cut_off() {
-    let dir = temp_dir("stall");
+    let temp = temp_dir("stall");
+    let dir = temp.path();
     let snapshot = dir.join("large.json");
     large_snapshot(&snapshot, 20_000);
     let exporter = Exporter::start(&snapshot, &[]);
@@ -430,7 +432,8 @@ fn a_client_that_stops_reading_is_cut_off() {
 
 #[test]
 fn sigterm_lets_an_in_flight_scrape_finish() {
-    let dir = temp_dir("shutdown");
+    let temp = temp_dir("shutdown");
+    let dir = temp.path();
     let snapshot = dir.join("large.json");
     large_snapshot(&snapshot, 20_000);
     let exporter = Exporter::start(&snapshot, &[]);
