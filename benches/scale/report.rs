@@ -18,6 +18,12 @@ impl Row {
         Self { what: what.into(), value, measured, target: String::new(), met: None }
     }
 
+    /// A scrape latency held to `target`, with how many scrapes and how large a body.
+    pub(crate) fn scrapes(what: &'static str, p99: Duration, scrapes: usize, bytes: usize, target: Duration) -> Self {
+        let shown = format!("{:.2} ms ({scrapes} scrapes, {} KiB each)", ms(p99), bytes / 1024);
+        Self::new(what, ms(p99), shown).target(format!("≤ {} ms", target.as_millis()), p99 <= target)
+    }
+
     pub(crate) fn target(self, target: impl Into<String>, met: bool) -> Self {
         Self { target: target.into(), met: Some(met), ..self }
     }
