@@ -68,15 +68,25 @@ impl<T: Stored> Keyed<T> {
         self.table.find(self.hash(key), |&slot| slots[slot].key().borrow() == key).copied()
     }
 
-    /// Asks for the object stored under `key`, most likely, and reads none (`prefetch`): the
-    /// first slot whose bucket's hash tag matches, which is `key`'s unless tags collide. A
-    /// batch asked this way first and then looked up with `slot` waits on two trips to memory
-    /// per key (the table's control bytes, its bucket), where `slot` alone waits on three in
-    /// turn, the object's key last.
-    pub(super) fn prefetch_likely<Q: Hash + ?Sized>(&self, key: &Q) {
-        if let Some(&slot) = self.table.find(self.hash(key), |_| true) {
-            self.prefetch(slot);
+    /// The slots of `keys`, in turn, as `slot` gives them, each hashed once. All are asked for
+    /// by their likely slots before any is looked up: the first slot whose bucket's hash tag
+    /// matches, which is the key's unless tags collide, is prefetched and not read. Each key
+    /// then waits on two trips to memory (the table's control bytes, its bucket), where `slot`
+    /// alone waits on three in turn, the object's key last, and the keys' trips overlap.
+    pub(super) fn slots_of<'q, Q>(&self, keys: impl IntoIterator<Item = &'q Q>) -> Vec<Option<Slot>>
+    where
+        T::Key: Borrow<Q>,
+        Q: Hash + Eq + ?Sized + 'q,
+    {
+        let hashed: Vec<(u64, &Q)> = keys.into_iter().map(|key| (self.hash(key), key)).collect();
+        for &(hash, _) in &hashed {
+            if let Some(&slot) = self.table.find(hash, |_| true) {
+                self.prefetch(slot);
+            }
         }
+        let slots = &self.slots;
+        let found = |&(hash, key): &(u64, &Q)| self.table.find(hash, |&slot| slots[slot].key().borrow() == key);
+        hashed.iter().map(|hashed| found(hashed).copied()).collect()
     }
 
     pub fn get<Q>(&self, key: &Q) -> Option<&T>

@@ -153,13 +153,10 @@ impl Indexed for SlimNode {
         cached.is_some_and(|cached| convert::node_unchanged(self, cached))
     }
 
-    /// Asks for each node by its likely slot, then looks each up (`Keyed::prefetch_likely`):
+    /// Asks for each node by its likely slot, then looks each up (`Keyed::slots_of`):
     /// heartbeats took about a sixth less time, at 5,000 nodes and at 65,000 alike (2026-12-05).
     fn warm(batch: &[Event<Self>], index: &Index) {
-        let names = || batch.iter().filter_map(|event| changed(event)?.metadata.name.as_deref());
-        names().for_each(|name| index.nodes.objects.prefetch_likely(name));
-        for name in names() {
-            std::hint::black_box(index.nodes.objects.slot(name));
-        }
+        let names = batch.iter().filter_map(|event| changed(event)?.metadata.name.as_deref());
+        std::hint::black_box(index.nodes.objects.slots_of(names));
     }
 }
