@@ -298,4 +298,20 @@ mod tests {
         assert!(nodes.keys().all(|name| nodes.at(nodes.slot(name).expect("listed")).name == *name));
         assert_eq!(nodes.slot_capacity(), 3 * Chunks::<Option<Node>>::LEN, "whole chunks past the first");
     }
+
+    #[test]
+    fn slots_of_gives_what_slot_gives_in_the_order_asked() {
+        let mut index = Index::default();
+        let nodes = &mut index.nodes.objects;
+        for i in 0..5000 {
+            nodes.insert(node(&format!("n{i}"), 0));
+        }
+        nodes.remove("n42");
+        // Present, removed, never stored, and asked twice; at 5,000 keys some tags collide.
+        let asked: Vec<String> = (0..6000).rev().map(|i| format!("n{i}")).chain(["n7".into(), "".into()]).collect();
+        let expected: Vec<_> = asked.iter().map(|name| nodes.slot(name.as_str())).collect();
+        assert_eq!(nodes.slots_of(asked.iter().map(String::as_str)), expected);
+        assert_eq!(expected.iter().filter(|slot| slot.is_some()).count(), 4999 + 1);
+        assert!(nodes.slots_of(std::iter::empty::<&str>()).is_empty());
+    }
 }
