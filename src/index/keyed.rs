@@ -64,8 +64,18 @@ impl<T: Stored> Keyed<T> {
         T::Key: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
+        self.find(self.hash(key), key)
+    }
+
+    /// The slot stored under `key`, whose hash is `hash`: the one lookup `slot` and `slots_of`
+    /// share.
+    fn find<Q>(&self, hash: u64, key: &Q) -> Option<Slot>
+    where
+        T::Key: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let slots = &self.slots;
-        self.table.find(self.hash(key), |&slot| slots[slot].key().borrow() == key).copied()
+        self.table.find(hash, |&slot| slots[slot].key().borrow() == key).copied()
     }
 
     /// The slots of `keys`, in turn, as `slot` gives them, each hashed once. All are asked for
@@ -84,9 +94,7 @@ impl<T: Stored> Keyed<T> {
                 self.prefetch(slot);
             }
         }
-        let slots = &self.slots;
-        let found = |&(hash, key): &(u64, &Q)| self.table.find(hash, |&slot| slots[slot].key().borrow() == key);
-        hashed.iter().map(|hashed| found(hashed).copied()).collect()
+        hashed.iter().map(|&(hash, key)| self.find(hash, key)).collect()
     }
 
     pub fn get<Q>(&self, key: &Q) -> Option<&T>
