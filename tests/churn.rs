@@ -141,6 +141,15 @@ async fn ready_pods(admin: &Cluster) -> BTreeMap<String, i64> {
     pods.iter().filter_map(|p| Some((p.metadata.name.clone()?, ready_since(p)?))).collect()
 }
 
+/// When the node's Ready condition last changed (unix seconds). A row naming a node that
+/// turned Ready after the metrics were read was right when it was read: the lab had left the
+/// node unready (its lease lapsed), not the exporter behind.
+fn ready_turned_at(node: &Node) -> Option<i64> {
+    let conditions = node.status.as_ref()?.conditions.as_ref()?;
+    let ready = conditions.iter().find(|c| c.type_ == "Ready")?;
+    Some(ready.last_transition_time.as_ref()?.0.as_second())
+}
+
 /// How long a pod must have been Ready, without a break, before the exporter's metrics were
 /// read for a row naming it to be stale. A missed Ready event leaves its row for good, so
 /// this still catches one. Judged by the Ready condition's lastTransitionTime in a list
@@ -194,20 +203,26 @@ async fn settled(admin: &Cluster, exporter: &Exporter, timeout: Duration, covere
             for name in rows.iter().map(|r| r.1.clone()).collect::<BTreeSet<_>>() {
                 let node = admin.nodes.get_opt(&name).await.ok().flatten();
                 let ready = node.as_ref().map(node_is_ready);
+                let turned = node.as_ref().and_then(ready_turned_at).map(|at| at - read_at);
+                let version = node.as_ref().and_then(|n| n.metadata.resource_version.clone());
                 let taints: Vec<String> = node
                     .and_then(|n| n.spec?.taints)
                     .unwrap_or_default()
                     .iter()
                     .map(|t| format!("{}:{}", t.key, t.effect))
                     .collect();
-                nodes.push_str(&format!("\n  {name}: ready {ready:?}, taints {taints:?}"));
+                nodes.push_str(&format!(
+                    "\n  {name}: ready {ready:?} (Ready turned {turned:?} s after the read), taints {taints:?}, resourceVersion {version:?}"
+                ));
             }
             let pods = pods_as_the_api_server_has_them(admin, stale_pods.iter().take(3).cloned()).await;
             let controller = admin.status_totals().await;
-            let watch = metrics.lines().filter(|l| l.starts_with("misschedule_exporter_") && l.contains("pods"));
+            let watch = metrics
+                .lines()
+                .filter(|l| l.starts_with("misschedule_exporter_") && (l.contains("pods") || l.contains("nodes")));
             let watch: Vec<&str> = watch.filter(|l| !l.contains("_bucket")).collect();
             panic!(
-                "no agreement within {timeout:?}: exporter {ours:?}\nthe controller's status (None: not caught up, or a pod waits for the scheduler): {controller:?}\nrows {rows:?}\nuncovered rows naming a pod Ready for {HEARD_WITHIN:?} or more when the metrics were read: {stale}, of {uncovered:?}\nnodes:{nodes}\nsome of those pods now:{pods}\nthe exporter's pod watch:\n  {}",
+                "no agreement within {timeout:?}: exporter {ours:?}\nthe controller's status (None: not caught up, or a pod waits for the scheduler): {controller:?}\nrows {rows:?}\nuncovered rows naming a pod Ready for {HEARD_WITHIN:?} or more when the metrics were read: {stale}, of {uncovered:?}\nnodes:{nodes}\nsome of those pods now:{pods}\nthe exporter's pod and node watches:\n  {}",
                 watch.join("\n  ")
             );
         }
