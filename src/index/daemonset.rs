@@ -67,7 +67,7 @@ impl Stored for DaemonSet {
             let candidates: FastSet<Str> = index.state.get(&uid).map_or_else(FastSet::default, |state| {
                 let claimed = state.claimed_nodes(&index.node_ids).map(|(node, _)| node);
                 claimed
-                    .chain(state.misscheduled.iter(&index.node_ids).map(|(node, _)| node))
+                    .chain(state.misscheduled().iter(&index.node_ids).map(|(node, _)| node))
                     .chain(state.departed.keys())
                     .cloned()
                     .collect()

@@ -8,7 +8,7 @@ use super::claimed::Claims;
 use super::coverage::{self, Flap, Loss, Pair, Step, Verdict};
 use super::keyed::Slot;
 use super::node_ids::{NodeId, NodeIds};
-use super::per_node::PerNode;
+use super::per_node::{Flags, PerNode, PerNodeMut, Table};
 use super::skip_counts::SkipCounts;
 use crate::model::{FastMap, Pod, Str, Timestamp};
 use crate::rules::eligibility::Skip;
@@ -16,9 +16,11 @@ use crate::rules::reason::Reason;
 
 #[derive(Debug, Default)]
 pub(super) struct DaemonSetState {
+    /// Which of `skips`, `misscheduled` and `uncovered` have an entry for each node number.
+    flags: Flags,
     /// Nodes where `shouldRun` is false, and why. Written only by `set_skip`, which keeps
     /// `skip_counts` with it.
-    pub(super) skips: PerNode<Skip>,
+    skips: FastMap<NodeId, Skip>,
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
     pub(super) skip_counts: SkipCounts,
     /// Claimed pods by target node (their slots in the pod store): almost always one.
@@ -28,7 +30,7 @@ pub(super) struct DaemonSetState {
     /// absent, and a B-tree of thousands of nodes compares a dozen names per lookup, each
     /// elsewhere in memory (at 65,000 nodes, a cache miss each). The views sort what they
     /// read by name (`index::view`).
-    pub(super) misscheduled: PerNode<Since>,
+    misscheduled: FastMap<NodeId, Since>,
     /// Nodes that exist and are skipped, whose last pod went while misscheduled (`coverage`).
     pub(super) lost: BTreeMap<Str, Loss>,
     /// `daemonset_node_losses_total`: every loss so far, by (reason, key).
@@ -42,10 +44,45 @@ pub(super) struct DaemonSetState {
     /// none (`rules::uncovered`), and since when. Kept once the index is synced: before,
     /// every node of a DaemonSet listed ahead of its pods would pass through here. Hashed,
     /// as `misscheduled` is.
-    pub(super) uncovered: PerNode<Since>,
+    uncovered: FastMap<NodeId, Since>,
 }
 
 impl DaemonSetState {
+    pub(super) fn skips(&self) -> PerNode<'_, Skip> {
+        PerNode::new(&self.skips, &self.flags, Table::Skips)
+    }
+
+    pub(super) fn misscheduled(&self) -> PerNode<'_, Since> {
+        PerNode::new(&self.misscheduled, &self.flags, Table::Misscheduled)
+    }
+
+    pub(super) fn uncovered(&self) -> PerNode<'_, Since> {
+        PerNode::new(&self.uncovered, &self.flags, Table::Uncovered)
+    }
+
+    fn skips_mut(&mut self) -> PerNodeMut<'_, Skip> {
+        PerNodeMut::new(&mut self.skips, &mut self.flags, Table::Skips)
+    }
+
+    fn misscheduled_mut(&mut self) -> PerNodeMut<'_, Since> {
+        PerNodeMut::new(&mut self.misscheduled, &mut self.flags, Table::Misscheduled)
+    }
+
+    pub(super) fn uncovered_mut(&mut self) -> PerNodeMut<'_, Since> {
+        PerNodeMut::new(&mut self.uncovered, &mut self.flags, Table::Uncovered)
+    }
+
+    /// The bytes of the flags column (`footprint`).
+    pub(super) fn flags_bytes(&self) -> usize {
+        self.flags.bytes()
+    }
+
+    /// Keeps the uncovered nodes `keep` says to, given the claims and each node's number.
+    pub(super) fn retain_uncovered(&mut self, mut keep: impl FnMut(&Claims, NodeId) -> bool) {
+        let claimed = &self.claimed;
+        PerNodeMut::new(&mut self.uncovered, &mut self.flags, Table::Uncovered).retain(|id| keep(claimed, id));
+    }
+
     /// The slots of the pods claimed on `node`, if any.
     pub(super) fn pods_on(&self, ids: &NodeIds, node: &str) -> Option<&[Slot]> {
         self.claimed.get(ids.get(node)?)
@@ -57,19 +94,17 @@ impl DaemonSetState {
     }
 
     /// `currentNumberScheduled`: cached nodes it does not skip that have a claimed pod. Asked
-    /// by number: each is a bit, where a name would be looked up in the 65,000-node tables.
+    /// by number: each is a flag, where a name would be looked up in the 65,000-node tables.
     pub(super) fn scheduled_nodes(&self, ids: &NodeIds) -> usize {
         self.claimed.iter().filter(|&(id, _)| ids.is_cached(Some(id)) && !self.is_skipped(Some(id))).count()
     }
 
-    /// Asks for what a refresh of the node numbered `id` reads first (`prefetch`): its skip,
-    /// misscheduled and uncovered bits, and its entry in the claims column. At 65,000 nodes
-    /// each bit column is 8 KiB per DaemonSet, and a node's three words in 40 DaemonSets
-    /// fall out of cache between two changes of that node.
+    /// Asks for what a refresh of the node numbered `id` reads first (`prefetch`): its flags
+    /// and its entry in the claims column. At 65,000 nodes the flags are 64 KiB per
+    /// DaemonSet, and a node's byte in 40 DaemonSets falls out of cache between two changes
+    /// of that node.
     pub(super) fn prefetch(&self, id: NodeId) {
-        self.skips.prefetch(id);
-        self.misscheduled.prefetch(id);
-        self.uncovered.prefetch(id);
+        self.flags.prefetch(id);
         self.claimed.prefetch(id);
     }
 
@@ -79,8 +114,8 @@ impl DaemonSetState {
     /// (drains alone 10% faster there, 2026-12-05). Pod events, which rarely write either,
     /// do not ask.
     pub(super) fn warm_episode_tables(&self, id: NodeId) {
-        self.skips.warm(id);
-        self.misscheduled.warm(id);
+        self.skips().warm(id);
+        self.misscheduled().warm(id);
     }
 
     /// Records the pod in `slot` claimed on `node`, in a cluster whose node numbers are
@@ -94,19 +129,19 @@ impl DaemonSetState {
     pub(super) fn set_skip(&mut self, id: NodeId, skip: Option<Skip>) -> bool {
         // Not skipped before or now: `skips` has no entry to compare, and its bucket is a trip
         // to memory at 65,000 nodes (a DaemonSet that tolerates every taint, on a drain).
-        if !self.skips.has(Some(id)) && skip.is_none() {
+        if !self.is_skipped(Some(id)) && skip.is_none() {
             return false;
         }
         // Compared before anything is cloned: most calls leave the skip as it was.
-        if self.skips.at(id) == skip.as_ref() {
+        if self.skips().at(id) == skip.as_ref() {
             return false;
         }
         if let Some(new) = &skip {
             self.skip_counts.add(new);
         }
         let old = match skip {
-            Some(s) => self.skips.replace(id, s),
-            None => self.skips.remove(Some(id)),
+            Some(s) => self.skips_mut().replace(id, s),
+            None => self.skips_mut().remove(Some(id)),
         };
         if let Some(old) = old {
             self.skip_counts.remove(&old);
@@ -132,10 +167,10 @@ impl DaemonSetState {
         };
         match id {
             Some(id) if pair.node_exists && pair.skipped && pair.has_pod => {
-                self.misscheduled.insert_new(id, since);
+                self.misscheduled_mut().insert_new(id, since);
             }
             _ => {
-                self.misscheduled.remove(id);
+                self.misscheduled_mut().remove(id);
             }
         }
         if pair.has_pod || !pair.node_exists {
@@ -175,10 +210,10 @@ impl DaemonSetState {
         match id {
             // A cached node has a number: `node_exists` and no `id` does not happen.
             Some(id) if node_exists && !self.is_skipped(Some(id)) && !covered(&self.claimed) => {
-                self.uncovered.insert_new(id, since);
+                self.uncovered_mut().insert_new(id, since);
             }
             _ => {
-                self.uncovered.remove(id);
+                self.uncovered_mut().remove(id);
             }
         }
     }
@@ -186,19 +221,19 @@ impl DaemonSetState {
     /// Whether the node numbered `id` is in `skips`; a node without a number is not cached,
     /// and so not skipped.
     pub(super) fn is_skipped(&self, id: Option<NodeId>) -> bool {
-        self.skips.has(id)
+        self.skips().has(id)
     }
 
     /// What the departed pod's absence means now: `Some` when it was the controller's
     /// delete for a skip, that is when the node, still without a pod, is now skipped.
     pub(super) fn departed_into_skip(&self, node: &Str, id: Option<NodeId>) -> Option<(&Pod, &Skip)> {
-        // The bit first: a pod that just left an eligible node is departed, and `skips`
+        // The flag first: a pod that just left an eligible node is departed, and `skips`
         // would be read only to find the node absent.
         if !self.is_skipped(id) {
             return None;
         }
         let (pod, id) = (self.departed.get(node)?, id?);
-        let skip = self.skips.at(id)?;
+        let skip = self.skips().at(id)?;
         self.claimed.get(id).is_none().then_some((&**pod, skip))
     }
 
@@ -230,12 +265,12 @@ mod tests {
         assert!(!state.is_skipped(Some(id)), "beyond the column: not skipped");
         assert!(state.set_skip(id, Some(skip.clone())));
         assert!(state.is_skipped(Some(id)) && !state.is_skipped(Some(NodeId::at(8))) && !state.is_skipped(None));
-        assert_eq!((state.skips.at(id), state.skip_counts.iter().count()), (Some(&skip), 1));
+        assert_eq!((state.skips().at(id), state.skip_counts.iter().count()), (Some(&skip), 1));
         assert!(!state.set_skip(id, Some(skip)), "the same skip again changes nothing");
         let taint = Skip::Taint { key: Str::from("drain"), no_execute: false };
         assert!(state.set_skip(id, Some(taint.clone())), "another skip replaces it");
-        assert_eq!((state.skips.at(id), state.skip_counts.iter().count()), (Some(&taint), 1));
+        assert_eq!((state.skips().at(id), state.skip_counts.iter().count()), (Some(&taint), 1));
         assert!(state.set_skip(id, None));
-        assert!(!state.is_skipped(Some(id)) && state.skips.is_empty() && state.skip_counts.is_empty());
+        assert!(!state.is_skipped(Some(id)) && state.skips().is_empty() && state.skip_counts.is_empty());
     }
 }

@@ -53,12 +53,12 @@ impl Index {
             },
             Part {
                 name: "per DaemonSet: skipped nodes",
-                bytes: states().map(|s| per_node(&s.skips)).sum(),
+                bytes: states().map(|s| per_node(s.skips()) + heap(s.flags_bytes())).sum(),
                 grows_with: Grows::Pods,
             },
             Part {
                 name: "per DaemonSet: misscheduled and uncovered nodes",
-                bytes: states().map(|s| per_node(&s.misscheduled) + per_node(&s.uncovered)).sum(),
+                bytes: states().map(|s| per_node(s.misscheduled()) + per_node(s.uncovered())).sum(),
                 grows_with: Grows::Pods,
             },
             Part {
@@ -80,10 +80,14 @@ fn node_heap(node: &Node) -> usize {
         + node.managers.seen_bytes()
 }
 
-/// A `PerNode` column: its table and its bits.
-fn per_node<V>(column: &PerNode<V>) -> usize {
-    let bits = column.bits_bytes();
-    table::<NodeId, V>(column.capacity()) + if bits == 0 { 0 } else { size_class(bits) }
+/// A `PerNode` table; the flags it shares are counted with the skipped nodes.
+fn per_node<V>(column: PerNode<'_, V>) -> usize {
+    table::<NodeId, V>(column.capacity())
+}
+
+/// An allocation of `bytes`, if any.
+fn heap(bytes: usize) -> usize {
+    if bytes == 0 { 0 } else { size_class(bytes) }
 }
 
 /// A hashbrown table of `capacity` items: its buckets, one control byte each, and a group.

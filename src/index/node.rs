@@ -87,7 +87,7 @@ impl Stored for Node {
             if let Some(id) = id {
                 state.set_skip(id, None);
             }
-            state.uncovered.remove(id);
+            state.uncovered_mut().remove(id);
             state.refresh((&node.name, id), false, since, None);
         }
     }
@@ -95,7 +95,7 @@ impl Stored for Node {
 
 impl Index {
     /// Asks for what the loop over DaemonSets reads of the node numbered `id` in each
-    /// (`prefetch`): first the skip bits and claims, then the tables a drain writes, then the
+    /// (`prefetch`): first the flags and claims, then the tables a drain writes, then the
     /// first pod each claim names.
     fn prefetch_pairs(&self, id: NodeId) {
         for state in self.state.values() {
@@ -120,11 +120,11 @@ impl Index {
         let mut flaps = Vec::new();
         for (uid, ds) in self.daemonsets.objects.iter() {
             let Some(state) = self.state.get(uid) else { continue };
-            // Asked of the bit, in cache where, at 65,000 nodes, the maps' buckets are not.
-            if !state.misscheduled.has(Some(id)) {
+            // Asked of the flag, in cache where, at 65,000 nodes, the maps' buckets are not.
+            if !state.misscheduled().has(Some(id)) {
                 continue;
             }
-            let (Some(since), Some(skip)) = (state.misscheduled.at(id), state.skips.at(id)) else {
+            let (Some(since), Some(skip)) = (state.misscheduled().at(id), state.skips().at(id)) else {
                 continue;
             };
             let pods = state.claimed.get(id).unwrap_or_default();

@@ -1,38 +1,85 @@
-//! A value for some nodes, by node number, with a bit per number saying which have one.
-
-use bit_vec::BitVec;
+//! Values for some nodes, by node number, in tables that share one byte of flags per number
+//! saying which of them have an entry.
 
 use super::node_ids::{NodeId, NodeIds};
 use crate::model::{FastMap, Str};
 
-/// Nodes with a value, by number (`NodeIds`), and a bit per number saying which have one. A
-/// node event refreshes every DaemonSet's entry for its node, and almost always finds none
-/// there. At 65,000 nodes a bucket of the map is a trip to memory where the bit (8 KiB per
-/// DaemonSet) is in cache, so the map is probed only where the bit says there is an entry,
-/// or one is added. Keyed by number, not name: cloning or dropping a name is an atomic
-/// write, which waits on every miss before it, and a drain adds or takes an entry in most
-/// DaemonSets. Every entry's node is cached, so keeps its number while it has an entry.
-#[derive(Debug)]
-pub(super) struct PerNode<V> {
-    map: FastMap<NodeId, V>,
-    /// Bit `id` is set when the node numbered `id` has an entry.
-    has: BitVec,
+/// The tables that share a `Flags` column: a bit each.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Table {
+    Skips = 1,
+    Misscheduled = 2,
+    Uncovered = 4,
 }
 
-impl<V> Default for PerNode<V> {
-    fn default() -> Self {
-        Self { map: FastMap::default(), has: BitVec::new() }
+/// A byte per node number, a bit per `Table` set when the node has an entry there. A node
+/// event refreshes every DaemonSet's entries for its node, and almost always finds none.
+/// At 65,000 nodes a bucket of a table is a trip to memory where the flags (64 KiB per
+/// DaemonSet) are in cache, so a table is probed only where its bit says there is an
+/// entry, or one is added. One byte for the three tables: a node event asks for one line
+/// of flags in each DaemonSet, where three bit columns were three lines.
+#[derive(Debug, Default)]
+pub(super) struct Flags(Vec<u8>);
+
+impl Flags {
+    fn has(&self, id: Option<NodeId>, table: Table) -> bool {
+        id.and_then(|id| self.0.get(id.index())).is_some_and(|flags| flags & table as u8 != 0)
+    }
+
+    /// Sets or clears `table`'s bit of the node numbered `id`, growing the column to reach it.
+    fn set(&mut self, id: NodeId, table: Table, on: bool) {
+        let at = id.index();
+        if at >= self.0.len() {
+            if !on {
+                return;
+            }
+            self.0.resize(at + 1, 0);
+        }
+        if on {
+            self.0[at] |= table as u8;
+        } else {
+            self.0[at] &= !(table as u8);
+        }
+    }
+
+    /// Clears `table`'s bit of every node.
+    fn clear(&mut self, table: Table) {
+        self.0.iter_mut().for_each(|flags| *flags &= !(table as u8));
+    }
+
+    /// Asks for the byte of the node numbered `id` (`prefetch`).
+    pub(super) fn prefetch(&self, id: NodeId) {
+        if let Some(byte) = self.0.get(id.index()) {
+            super::prefetch::prefetch(byte);
+        }
+    }
+
+    /// The bytes of the column (`footprint`).
+    pub(super) fn bytes(&self) -> usize {
+        self.0.capacity()
     }
 }
 
-impl<V> PerNode<V> {
+/// One table of values by node number, read through the flags it shares.
+#[derive(Clone, Copy)]
+pub(super) struct PerNode<'a, V> {
+    map: &'a FastMap<NodeId, V>,
+    flags: &'a Flags,
+    table: Table,
+}
+
+impl<'a, V> PerNode<'a, V> {
+    pub(super) fn new(map: &'a FastMap<NodeId, V>, flags: &'a Flags, table: Table) -> Self {
+        Self { map, flags, table }
+    }
+
     /// Whether the node numbered `id` has an entry; a node without a number has none.
     pub(super) fn has(&self, id: Option<NodeId>) -> bool {
-        id.is_some_and(|id| self.has.get(id.index()).unwrap_or(false))
+        self.flags.has(id, self.table)
     }
 
     /// The entry of the node numbered `id`.
-    pub(super) fn at(&self, id: NodeId) -> Option<&V> {
+    pub(super) fn at(&self, id: NodeId) -> Option<&'a V> {
         if !self.has(Some(id)) {
             return None;
         }
@@ -40,12 +87,12 @@ impl<V> PerNode<V> {
     }
 
     /// The entry of the node named `node`.
-    pub(super) fn get(&self, ids: &NodeIds, node: &str) -> Option<&V> {
+    pub(super) fn get(&self, ids: &NodeIds, node: &str) -> Option<&'a V> {
         self.at(ids.get(node)?)
     }
 
     /// The entries, each with its node's name.
-    pub(super) fn iter<'a>(&'a self, ids: &'a NodeIds) -> impl Iterator<Item = (&'a Str, &'a V)> {
+    pub(super) fn iter(&self, ids: &'a NodeIds) -> impl Iterator<Item = (&'a Str, &'a V)> + use<'a, V> {
         self.map.iter().filter_map(|(&id, value)| {
             let name = ids.name(id);
             // A view that left a node out would understate; where the tests run, say so.
@@ -62,80 +109,76 @@ impl<V> PerNode<V> {
         self.map.is_empty()
     }
 
-    /// How many entries the map holds before it grows (`footprint`).
+    /// How many entries the table holds before it grows (`footprint`).
     pub(super) fn capacity(&self) -> usize {
         self.map.capacity()
     }
 
-    /// The bytes of the bit column (`footprint`).
-    pub(super) fn bits_bytes(&self) -> usize {
-        self.has.capacity().div_ceil(8)
-    }
-
-    /// Asks for the word holding the bit of the node numbered `id` (`prefetch`).
-    pub(super) fn prefetch(&self, id: NodeId) {
-        if let Some(word) = self.has.storage().get(id.index() / 32) {
-            super::prefetch::prefetch(word);
-        }
-    }
-
-    /// Looks the node numbered `id` up in the map and keeps nothing, so that a write there
-    /// soon after finds its bucket in cache (`Index::prefetch_pairs`).
+    /// Looks the node numbered `id` up in the table and keeps nothing, so that a write there
+    /// soon after finds its bucket in cache (`Index::prefetch_pairs`, `Index::warm_pair`).
     pub(super) fn warm(&self, id: NodeId) {
         std::hint::black_box(self.map.get(&id));
     }
+}
+
+/// One table of values by node number, written with the flags it shares.
+pub(super) struct PerNodeMut<'a, V> {
+    map: &'a mut FastMap<NodeId, V>,
+    flags: &'a mut Flags,
+    table: Table,
+}
+
+impl<'a, V> PerNodeMut<'a, V> {
+    pub(super) fn new(map: &'a mut FastMap<NodeId, V>, flags: &'a mut Flags, table: Table) -> Self {
+        Self { map, flags, table }
+    }
+
+    fn has(&self, id: Option<NodeId>) -> bool {
+        self.flags.has(id, self.table)
+    }
 
     /// Gives the node numbered `id` `value` unless it has one.
-    pub(super) fn insert_new(&mut self, id: NodeId, value: V) {
+    pub(super) fn insert_new(self, id: NodeId, value: V) {
         if self.has(Some(id)) {
             return;
         }
-        self.mark(id);
+        self.flags.set(id, self.table, true);
         self.map.insert(id, value);
     }
 
     /// Gives the node numbered `id` `value`; returns the value it replaces.
-    pub(super) fn replace(&mut self, id: NodeId, value: V) -> Option<V> {
-        self.mark(id);
+    pub(super) fn replace(self, id: NodeId, value: V) -> Option<V> {
+        self.flags.set(id, self.table, true);
         self.map.insert(id, value)
     }
 
-    /// Sets the bit of the node numbered `id`, growing the column to reach it.
-    fn mark(&mut self, id: NodeId) {
-        let at = id.index();
-        if at >= self.has.len() {
-            self.has.grow(at + 1 - self.has.len(), false);
-        }
-        self.has.set(at, true);
-    }
-
     /// Takes the entry of the node numbered `id` away; a node without a number has none.
-    pub(super) fn remove(&mut self, id: Option<NodeId>) -> Option<V> {
+    pub(super) fn remove(self, id: Option<NodeId>) -> Option<V> {
         let id = id?;
         if !self.has(Some(id)) {
-            // Where the tests run, every skipped probe checks the bits against the map.
-            debug_assert!(!self.map.contains_key(&id), "{id:?} has an entry its bit does not show");
+            // Where the tests run, every skipped probe checks the flags against the table.
+            debug_assert!(!self.map.contains_key(&id), "{id:?} has an entry its flag does not show");
             return None;
         }
-        self.has.set(id.index(), false);
+        self.flags.set(id, self.table, false);
         self.map.remove(&id)
     }
 
     /// Keeps the entries `keep` says to, given each node's number.
-    pub(super) fn retain(&mut self, mut keep: impl FnMut(NodeId) -> bool) {
-        let has = &mut self.has;
+    pub(super) fn retain(self, mut keep: impl FnMut(NodeId) -> bool) {
+        let (flags, table) = (self.flags, self.table);
         self.map.retain(|&id, _| {
             let kept = keep(id);
             if !kept {
-                has.set(id.index(), false);
+                flags.set(id, table, false);
             }
             kept
         });
     }
 
-    pub(super) fn clear(&mut self) {
+    pub(super) fn clear(self) {
         self.map.clear();
-        self.has.truncate(0);
+        self.flags.clear(self.table);
     }
 }
 
@@ -143,33 +186,52 @@ impl<V> PerNode<V> {
 mod tests {
     use super::*;
 
+    type Map = FastMap<NodeId, u8>;
+
+    fn write<'a>(map: &'a mut Map, flags: &'a mut Flags) -> PerNodeMut<'a, u8> {
+        PerNodeMut::new(map, flags, Table::Misscheduled)
+    }
+
+    fn read<'a>(map: &'a Map, flags: &'a Flags) -> PerNode<'a, u8> {
+        PerNode::new(map, flags, Table::Misscheduled)
+    }
+
     #[test]
-    fn the_bits_follow_the_entries() {
+    fn the_flags_follow_the_entries() {
         let mut ids = NodeIds::default();
         let (n3, n5) = (Str::from("n3"), Str::from("n5"));
         let (three, five) = (ids.assign(&n3), ids.assign(&n5));
-        let mut nodes = PerNode::default();
-        assert!(!nodes.has(Some(five)) && !nodes.has(None), "beyond the column: no entry");
-        nodes.insert_new(five, 1);
-        nodes.insert_new(five, 2);
-        nodes.insert_new(three, 3);
-        assert_eq!((nodes.get(&ids, "n5"), nodes.len()), (Some(&1), 2), "an entry is kept, not replaced");
-        let mut named: Vec<_> = nodes.iter(&ids).map(|(name, &v)| (name.to_string(), v)).collect();
+        let (mut flags, mut nodes, mut others) = (Flags::default(), Map::default(), Map::default());
+        assert!(!read(&nodes, &flags).has(Some(five)), "beyond the column: no entry");
+        write(&mut nodes, &mut flags).insert_new(five, 1);
+        write(&mut nodes, &mut flags).insert_new(five, 2);
+        write(&mut nodes, &mut flags).insert_new(three, 3);
+        PerNodeMut::new(&mut others, &mut flags, Table::Uncovered).insert_new(five, 9);
+        let table = read(&nodes, &flags);
+        assert_eq!((table.get(&ids, "n5"), table.len()), (Some(&1), 2), "an entry is kept, not replaced");
+        let mut named: Vec<_> = table.iter(&ids).map(|(name, &v)| (name.to_string(), v)).collect();
         named.sort();
         assert_eq!(named, [("n3".to_string(), 3), ("n5".to_string(), 1)]);
-        assert!(nodes.has(Some(five)) && nodes.has(Some(three)) && !nodes.has(Some(NodeId::at(4))));
-        assert_eq!(nodes.remove(Some(five)), Some(1));
-        assert_eq!(nodes.remove(None), None, "a node without a number has no entry");
-        assert!(!nodes.has(Some(five)) && nodes.get(&ids, "n5").is_none() && nodes.at(five).is_none());
-        assert_eq!(nodes.remove(Some(five)), None);
+        assert!(table.has(Some(five)) && table.has(Some(three)) && !table.has(Some(NodeId::at(4))) && !table.has(None));
 
-        nodes.clear();
-        nodes.insert_new(three, 4);
-        nodes.retain(|id| id != three);
-        assert!(nodes.is_empty() && !nodes.has(Some(three)));
-        nodes.insert_new(three, 5);
-        assert_eq!(nodes.get(&ids, "n3"), Some(&5), "cleared and retained bits let entries back in");
-        assert_eq!((nodes.replace(three, 6), nodes.replace(five, 7)), (Some(5), None), "replace replaces");
-        assert!(nodes.has(Some(five)) && nodes.at(three) == Some(&6));
+        assert_eq!(write(&mut nodes, &mut flags).remove(Some(five)), Some(1));
+        assert_eq!(write(&mut nodes, &mut flags).remove(None), None, "a node without a number has no entry");
+        assert_eq!(write(&mut nodes, &mut flags).remove(Some(five)), None);
+        let table = read(&nodes, &flags);
+        assert!(!table.has(Some(five)) && table.get(&ids, "n5").is_none() && table.at(five).is_none());
+        let uncovered = PerNode::new(&others, &flags, Table::Uncovered);
+        assert_eq!(uncovered.at(five), Some(&9), "another table's flag stays");
+
+        write(&mut nodes, &mut flags).clear();
+        write(&mut nodes, &mut flags).insert_new(three, 4);
+        write(&mut nodes, &mut flags).retain(|id| id != three);
+        assert!(read(&nodes, &flags).is_empty() && !read(&nodes, &flags).has(Some(three)));
+        write(&mut nodes, &mut flags).insert_new(three, 5);
+        assert_eq!(read(&nodes, &flags).get(&ids, "n3"), Some(&5), "cleared and retained flags let entries back in");
+        assert_eq!(write(&mut nodes, &mut flags).replace(three, 6), Some(5), "replace replaces");
+        assert_eq!(write(&mut nodes, &mut flags).replace(five, 7), None);
+        assert!(read(&nodes, &flags).has(Some(five)) && read(&nodes, &flags).at(three) == Some(&6));
+        let uncovered = PerNode::new(&others, &flags, Table::Uncovered);
+        assert_eq!(uncovered.at(five), Some(&9), "untouched by the other table's clear");
     }
 }

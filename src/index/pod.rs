@@ -129,7 +129,7 @@ impl Indexed for SlimPod {
 impl Index {
     /// Looks up what a pod's pair reads of its node, and keeps nothing (`Indexed::warm`): the
     /// node's number, the owner's claims there, and the cached node; asks for the number's
-    /// entry and the owner's skip bit there (`prefetch`), which the refresh reads last.
+    /// entry and the owner's flags there (`prefetch`), which the refresh reads last.
     fn warm_pair(&self, node: Option<&str>, owner: Option<&str>) {
         let id = node.and_then(|node| self.node_ids.get(node));
         let state = owner.and_then(|owner| self.state.get(owner));
@@ -192,10 +192,10 @@ impl Index {
             return None;
         }
         let requested = pod.deletion().map(|d| d.requested_at());
-        // Asked of the bit, in cache where the map's bucket, at 65,000 nodes, is not.
-        debug_assert!(state.is_skipped(Some(id)) || !state.misscheduled.has(Some(id)));
-        let leaves = if state.misscheduled.has(Some(id)) {
-            let classification = self.classify(ds, state.skips.at(id)?, self.nodes.objects.get(node)?, pod);
+        // Asked of the flag, in cache where the map's bucket, at 65,000 nodes, is not.
+        debug_assert!(state.is_skipped(Some(id)) || !state.misscheduled().has(Some(id)));
+        let leaves = if state.misscheduled().has(Some(id)) {
+            let classification = self.classify(ds, state.skips().at(id)?, self.nodes.objects.get(node)?, pod);
             Leaves::ForSkip(Verdict::of(classification, requested))
         } else if let Some(flap) = state.flapped.get(node).filter(|flap| flap.explains(&pod.uid, requested)) {
             Leaves::ForSkip(Verdict { deletion_requested: requested, ..flap.verdict.clone() })

@@ -46,7 +46,7 @@ impl Index {
         }
         let id = ds.id.clone();
         let Some(state) = self.state.get_mut(past.daemonset.as_str()) else { return Restored::Moot };
-        let skipped = state.skips.get(&self.node_ids, &past.node).is_some();
+        let skipped = state.skips().get(&self.node_ids, &past.node).is_some();
         let has_pod = state.pods_on(&self.node_ids, &past.node).is_some();
         match (skipped, has_pod) {
             (true, false) if !state.lost.contains_key(past.node.as_str()) => {

@@ -15,12 +15,12 @@ impl Index {
     /// does. Costs what the uncovered nodes cost, none when there are none.
     pub(super) fn uncovered_reasons(&self) -> u64 {
         use std::hash::{Hash, Hasher};
-        if self.state.values().all(|s| s.uncovered.is_empty()) {
+        if self.state.values().all(|s| s.uncovered().is_empty()) {
             return 0;
         }
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         for view in self.daemonsets() {
-            if !view.state.uncovered.is_empty() {
+            if !view.state.uncovered().is_empty() {
                 (&view.ds.uid, view.uncovered_nodes_by_reason()).hash(&mut hasher);
             }
         }
@@ -65,14 +65,13 @@ impl Index {
     pub(super) fn mature_uncovered(&mut self) {
         for (uid, state) in &mut self.state {
             let min_ready = self.daemonsets.objects.get(uid).map_or(0, |ds| ds.min_ready_seconds);
-            if min_ready == 0 || state.uncovered.is_empty() {
+            if min_ready == 0 || state.uncovered().is_empty() {
                 continue;
             }
-            let before = state.uncovered.len();
+            let before = state.uncovered().len();
             let (pods, now) = (&self.pods.objects, self.now);
-            let (claimed, uncovered) = (&state.claimed, &mut state.uncovered);
-            uncovered.retain(|id| !first_pod_available(claimed.get(id), pods, min_ready, now));
-            if state.uncovered.len() != before {
+            state.retain_uncovered(|claimed, id| !first_pod_available(claimed.get(id), pods, min_ready, now));
+            if state.uncovered().len() != before {
                 self.generation += 1;
             }
         }
@@ -83,7 +82,7 @@ impl Index {
     pub(super) fn track_uncovered_everywhere(&mut self, uid: &Str, since: Since) {
         let min_ready = self.daemonsets.objects.get(uid).map_or(0, |ds| ds.min_ready_seconds);
         let Some(state) = self.state.get_mut(uid) else { return };
-        state.uncovered.clear();
+        state.uncovered_mut().clear();
         let pods = &self.pods.objects;
         let claimed: Vec<(Str, bool)> = state
             .claimed_nodes(&self.node_ids)
@@ -118,7 +117,7 @@ pub(super) fn first_pod_available(
 /// The eligible nodes where the DaemonSet has no pod: uncovered. Scans the nodes only when
 /// it counts fewer eligible nodes with a pod than it wants, rare once synced.
 fn track_missing(state: &mut DaemonSetState, nodes: &Keyed<Node>, ids: &NodeIds, since: Since) {
-    let wanted = nodes.len().saturating_sub(state.skips.len());
+    let wanted = nodes.len().saturating_sub(state.skips().len());
     if state.scheduled_nodes(ids) >= wanted {
         return;
     }

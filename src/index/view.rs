@@ -113,7 +113,7 @@ pub struct LostNode<'a> {
 impl<'a> DaemonSetView<'a> {
     /// `desiredNumberScheduled`: nodes where `shouldRun` is true.
     pub fn eligible_nodes(&self) -> usize {
-        self.index.nodes.objects.len().saturating_sub(self.state.skips.len())
+        self.index.nodes.objects.len().saturating_sub(self.state.skips().len())
     }
 
     /// Skipped nodes by (reason, key), sorted.
@@ -131,14 +131,14 @@ impl<'a> DaemonSetView<'a> {
     /// The nodes this DaemonSet should run on without an available pod, by node name.
     pub fn uncovered_nodes(&self) -> Vec<UncoveredNode<'a>> {
         let now = self.index.now;
-        let mut out = Vec::with_capacity(self.state.uncovered.len());
+        let mut out = Vec::with_capacity(self.state.uncovered().len());
         let failed_create = self.index.failed_create(&self.ds.uid);
         let missing_detail = match (failed_create, self.index.events_read()) {
             (Some(failed), _) => Some(&*failed.detail),
             (None, EventsRead::Refused) => Some(EVENTS_REFUSED),
             (None, _) => None,
         };
-        for (node, since) in by_node(self.state.uncovered.iter(&self.index.node_ids)) {
+        for (node, since) in by_node(self.state.uncovered().iter(&self.index.node_ids)) {
             // The one pod the controller counts there, without sorting every claimed one.
             let pod = first_pod(self.state.pods_on(&self.index.node_ids, node), &self.index.pods.objects);
             let (reason, evidence) = match pod {
@@ -202,7 +202,7 @@ impl<'a> DaemonSetView<'a> {
 
     /// Why the DaemonSet skips `node` (`NodeShouldRunDaemonPod`); `None` when it should run there.
     pub fn skip(&self, node: &str) -> Option<&'a Skip> {
-        self.state.skips.get(&self.index.node_ids, node)
+        self.state.skips().get(&self.index.node_ids, node)
     }
 
     /// The pods the DaemonSet counts on `node`, oldest first, terminating ones included.
@@ -216,7 +216,7 @@ impl<'a> DaemonSetView<'a> {
 
     /// Whether `node` is one the DaemonSet should run on without an available pod.
     pub fn is_uncovered(&self, node: &str) -> bool {
-        self.state.uncovered.get(&self.index.node_ids, node).is_some()
+        self.state.uncovered().get(&self.index.node_ids, node).is_some()
     }
 
     /// Whether the DaemonSet counts a pod on `node`.
@@ -225,7 +225,7 @@ impl<'a> DaemonSetView<'a> {
     }
 
     pub fn misscheduled_node_count(&self) -> usize {
-        self.state.misscheduled.len()
+        self.state.misscheduled().len()
     }
 
     /// Misscheduled nodes by reason, indexed by `Reason::index`; sums to the node count.
@@ -236,13 +236,13 @@ impl<'a> DaemonSetView<'a> {
     /// Every claimed pod on a misscheduled node, by node; on each node the oldest
     /// pod (the one the controller looks at first) comes first and decides the node's reason.
     pub fn misscheduled_pods(&self) -> Vec<MisscheduledPod<'a>> {
-        self.misscheduled_among(by_node(self.state.misscheduled.iter(&self.index.node_ids)).into_iter())
+        self.misscheduled_among(by_node(self.state.misscheduled().iter(&self.index.node_ids)).into_iter())
     }
 
     /// `misscheduled_pods` on `nodes` only: what a change to a few nodes can move costs
     /// those nodes, not every misscheduled one (thousands at 65,000 nodes).
     pub fn misscheduled_pods_on<'n>(&self, nodes: &'n [Str]) -> Vec<MisscheduledPod<'a>> {
-        let misscheduled = |node: &'n Str| Some((node, self.state.misscheduled.get(&self.index.node_ids, node)?));
+        let misscheduled = |node: &'n Str| Some((node, self.state.misscheduled().get(&self.index.node_ids, node)?));
         self.misscheduled_among(nodes.iter().filter_map(misscheduled))
     }
 
