@@ -74,7 +74,7 @@ impl Index {
 /// A node's own allocations: its taint list and its field owners (the key lists they and
 /// NFD's annotations name are the interner's, shared).
 fn node_heap(node: &Node) -> usize {
-    let vec = |len: usize, each: usize| if len == 0 { 0 } else { size_class(len * each) };
+    let vec = |len: usize, each: usize| heap(len * each);
     vec(node.taints.len(), size_of::<Taint>())
         + vec(node.managers.owners.len(), size_of::<FieldOwner>())
         + node.managers.seen_bytes()

@@ -60,7 +60,10 @@ impl Flags {
     }
 }
 
-/// One table of values by node number, read through the flags it shares.
+/// One table of values by node number, read through the flags it shares. Keyed by number,
+/// not name: cloning or dropping a name is an atomic write, which waits on every miss before
+/// it, and a drain adds or takes an entry in most DaemonSets. Every entry's node is cached,
+/// so keeps its number while it has an entry.
 #[derive(Clone, Copy)]
 pub(super) struct PerNode<'a, V> {
     map: &'a FastMap<NodeId, V>,
@@ -115,7 +118,7 @@ impl<'a, V> PerNode<'a, V> {
     }
 
     /// Looks the node numbered `id` up in the table and keeps nothing, so that a write there
-    /// soon after finds its bucket in cache (`Index::prefetch_pairs`, `Index::warm_pair`).
+    /// soon after finds its bucket in cache (`Index::prefetch_pairs`).
     pub(super) fn warm(&self, id: NodeId) {
         std::hint::black_box(self.map.get(&id));
     }
