@@ -40,7 +40,7 @@ impl Watch {
         // ends the call, those taken before it are applied before it returns.
         let mut batch = Vec::new();
         let ended = self.take_events(endpoint, events.as_mut(), scope, cursor, &mut batch).await;
-        self.apply_batch(scope, batch);
+        self.apply_batch(scope, &mut batch);
         ended
     }
 
@@ -61,7 +61,7 @@ impl Watch {
         loop {
             let ready = if batch.is_empty() { None } else { events.next().now_or_never() };
             if ready.is_none() && !batch.is_empty() {
-                self.apply_batch(scope, std::mem::take(batch));
+                self.apply_batch(scope, batch);
             }
             if ready.is_none() && std::mem::take(&mut heard_since) {
                 (heard, nudges) = (Instant::now(), 0);
@@ -116,7 +116,7 @@ impl Watch {
             if let Some(event) = event {
                 batch.push(event);
                 if batch.len() == MAX_BATCH {
-                    self.apply_batch(scope, std::mem::take(batch));
+                    self.apply_batch(scope, batch);
                 }
             }
         }

@@ -99,7 +99,7 @@ impl Watch {
             match stream_list::initial(event)? {
                 Initial::Object(object) => batch.push(Event::InitApply(object)),
                 Initial::End(resource_version) => {
-                    self.apply_batch(scope, std::mem::take(&mut batch));
+                    self.apply_batch(scope, &mut batch);
                     *progress = Some(Instant::now());
                     return Ok(resource_version);
                 }
@@ -119,7 +119,7 @@ impl Watch {
         progress: &mut Option<Instant>,
     ) {
         if !batch.is_empty() {
-            self.apply_batch(scope, std::mem::take(batch));
+            self.apply_batch(scope, batch);
             *progress = Some(Instant::now());
         }
     }
@@ -139,13 +139,15 @@ impl Watch {
         self.apply(scope, Event::<K>::Init);
         let mut params = endpoint.list.clone();
         let mut sizes = PageSizes::default();
+        let mut batch = Vec::new();
         loop {
             let (url_path, compression) = (&endpoint.url_path, self.config.compression);
             let page = request::list_page::<K>(&self.client, url_path, &params, compression, idle, &mut sizes).await?;
             *progress = Some(Instant::now());
             let mut objects = page.items.into_iter().map(Event::InitApply).peekable();
             while objects.peek().is_some() {
-                self.apply_batch(scope, objects.by_ref().take(MAX_BATCH).collect());
+                batch.extend(objects.by_ref().take(MAX_BATCH));
+                self.apply_batch(scope, &mut batch);
             }
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => params.continue_token = Some(token),
