@@ -37,7 +37,7 @@ pub use self::affinity::AffinityTarget;
 pub use self::field_owners::{LabelAndTaintOwner, LabelKeys, owner_of};
 pub use self::labels::FlatLabels;
 pub use self::node::{NodeTaintsSpec, SlimNode};
-pub use self::pod::{PodPlacement, PodToleration, SlimPod, Tolerations};
+pub use self::pod::{PodParts, PodPlacement, PodToleration, SlimPod, Tolerations};
 pub use self::status::{ConditionKind, Conditions, ContainerStatus, PodCondition, PodStatus, is_terminal_phase};
 
 /// Pods and Nodes are core `v1`: an `apiVersion` that says otherwise (a number, an object,

@@ -21,11 +21,17 @@ use super::status::PodStatus;
 use crate::model::{PlacementSpec, TaintEffect, TolerationOperator, TolerationParts};
 use crate::rules::eligibility::DEFAULT_TOLERATIONS;
 
-/// A daemon pod: metadata plus the placement part of its spec.
-#[derive(Clone, Debug, Default, Deserialize, kube::Resource)]
-#[resource(inherit = Pod)]
+/// A daemon pod: metadata plus the placement part of its spec, read through `PodParts`.
+/// Boxed: from sonic-rs to the index, a decoded pod is moved about ten times (the event, the
+/// stream's poll, the list's item, the batch; a uprobe's count, 2026-12-05) before the index
+/// converts it, and each move was of 768 B where boxed it is of a pointer.
+#[derive(Clone, Default, Deserialize)]
 #[serde(from = "WirePod")]
-pub struct SlimPod {
+pub struct SlimPod(Box<PodParts>);
+
+/// What a `SlimPod` holds.
+#[derive(Clone, Debug, Default)]
+pub struct PodParts {
     /// Name, namespace, UID, resource version and timestamps. The pod's labels and owner
     /// references are read into `labels` and `controller_uid` instead: they are never here.
     pub metadata: ObjectMeta,
@@ -36,7 +42,59 @@ pub struct SlimPod {
     pub status: Option<PodStatus>,
 }
 
-impl SlimPod {
+impl std::ops::Deref for SlimPod {
+    type Target = PodParts;
+    fn deref(&self) -> &PodParts {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for SlimPod {
+    fn deref_mut(&mut self) -> &mut PodParts {
+        &mut self.0
+    }
+}
+
+impl From<PodParts> for SlimPod {
+    fn from(parts: PodParts) -> Self {
+        Self(Box::new(parts))
+    }
+}
+
+/// As the parts read: the box says nothing of the pod.
+impl std::fmt::Debug for SlimPod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A `Pod` as the API knows it (what `#[resource(inherit = Pod)]` derives, by hand: the
+/// derive reads `metadata` off the struct itself, and here it is in the box).
+impl kube::Resource for SlimPod {
+    type DynamicType = ();
+    type Scope = <Pod as kube::Resource>::Scope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Pod::kind(&())
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        Pod::group(&())
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        Pod::version(&())
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        Pod::plural(&())
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl PodParts {
     pub fn is_terminal(&self) -> bool {
         self.status.as_ref().is_some_and(|s| s.terminal)
     }
@@ -59,7 +117,7 @@ struct WirePod {
 impl From<WirePod> for SlimPod {
     fn from(wire: WirePod) -> Self {
         let (metadata, labels, ControllerUid(controller_uid)) = wire.metadata;
-        Self { metadata, labels, controller_uid, spec: wire.spec, status: wire.status }
+        Self::from(PodParts { metadata, labels, controller_uid, spec: wire.spec, status: wire.status })
     }
 }
 
@@ -178,7 +236,7 @@ impl From<Pod> for SlimPod {
         let labels = metadata.labels.take().as_ref().map(FlatLabels::from).unwrap_or_default();
         let owners = metadata.owner_references.take().unwrap_or_default();
         let controller_uid = owners.into_iter().find(|o| o.controller == Some(true)).map(|o| o.uid);
-        Self { metadata, labels, controller_uid, spec, status }
+        Self::from(PodParts { metadata, labels, controller_uid, spec, status })
     }
 }
 
@@ -297,7 +355,7 @@ mod tests {
             .unwrap();
         assert!(pod.labels.is_empty());
         assert_eq!(pod.controller_uid, None);
-        assert_eq!(pod.status.unwrap().conditions.get(ConditionKind::Ready), None);
+        assert_eq!(pod.status.as_ref().unwrap().conditions.get(ConditionKind::Ready), None);
         let error = serde_json::from_value::<SlimPod>(json!({"metadata": {"labels": ["a"]}})).unwrap_err();
         assert!(error.to_string().contains("map of label keys"), "{error}");
     }
