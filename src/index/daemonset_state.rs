@@ -1,5 +1,5 @@
-//! What the index keeps per DaemonSet: skipped nodes, claimed pods by node, the
-//! misscheduled nodes with when each became so, and the nodes it lost.
+//! What the index keeps per DaemonSet: skipped nodes, with when each misscheduled one became
+//! so, claimed pods by node, and the nodes it lost.
 
 use std::collections::BTreeMap;
 
@@ -16,21 +16,23 @@ use crate::rules::reason::Reason;
 
 #[derive(Debug, Default)]
 pub(super) struct DaemonSetState {
-    /// Which of `skips`, `misscheduled` and `uncovered` have an entry for each node number.
+    /// For each node number: whether it is in `skips`, whether that entry is misscheduled,
+    /// and whether it is in `uncovered`.
     flags: Flags,
-    /// Nodes where `shouldRun` is false, and why. Written only by `set_skip`, which keeps
-    /// `skip_counts` with it.
-    skips: FastMap<NodeId, Skip>,
+    /// Nodes where `shouldRun` is false, why, and for those that have a claimed pod, since
+    /// when they are misscheduled. Written only by `set_skip`, which keeps `skip_counts` with
+    /// it, and `set_misscheduled`. One table for both: a node is misscheduled only while
+    /// skipped, and a drain writes both in most DaemonSets, where two tables were, at 65,000
+    /// nodes, two more trips to memory in each.
+    skips: FastMap<NodeId, Skipped>,
+    /// How many `skips` are misscheduled: nodes that exist, are skipped, and have a claimed
+    /// pod. Their entries are found by number through the flags; the views sort what they
+    /// read by name (`index::view`).
+    misscheduled_nodes: usize,
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
     pub(super) skip_counts: SkipCounts,
     /// Claimed pods by target node (their slots in the pod store): almost always one.
     pub(super) claimed: Claims,
-    /// Nodes that exist, are skipped, and have a claimed pod. Hashed by number, not ordered by
-    /// name: every pod event looks a node up here and in `uncovered`, mostly to find it
-    /// absent, and a B-tree of thousands of nodes compares a dozen names per lookup, each
-    /// elsewhere in memory (at 65,000 nodes, a cache miss each). The views sort what they
-    /// read by name (`index::view`).
-    misscheduled: FastMap<NodeId, Since>,
     /// Nodes that exist and are skipped, whose last pod went while misscheduled (`coverage`).
     pub(super) lost: BTreeMap<Str, Loss>,
     /// `daemonset_node_losses_total`: every loss so far, by (reason, key).
@@ -42,30 +44,73 @@ pub(super) struct DaemonSetState {
     pub(super) flapped: BTreeMap<Str, Flap>,
     /// Nodes the DaemonSet should run on whose first pod is not available, or that have
     /// none (`rules::uncovered`), and since when. Kept once the index is synced: before,
-    /// every node of a DaemonSet listed ahead of its pods would pass through here. Hashed,
-    /// as `misscheduled` is.
+    /// every node of a DaemonSet listed ahead of its pods would pass through here. Hashed by
+    /// number, not ordered by name: every pod event looks its node up here, mostly to find
+    /// it absent, and a B-tree of thousands of nodes compares a dozen names per lookup.
     uncovered: FastMap<NodeId, Since>,
 }
 
+/// A skipped node's entry: why, and since when it is misscheduled, if it is.
+#[derive(Debug)]
+pub(super) struct Skipped {
+    pub(super) skip: Skip,
+    misscheduled: Option<Since>,
+}
+
+/// The misscheduled nodes of one DaemonSet, read out of its skipped ones.
+pub(super) struct Misscheduled<'a> {
+    /// The skips, through the misscheduled flags.
+    skips: PerNode<'a, Skipped>,
+    count: usize,
+}
+
+impl<'a> Misscheduled<'a> {
+    /// Whether the node numbered `id` is misscheduled; a node without a number is not.
+    pub(super) fn has(&self, id: Option<NodeId>) -> bool {
+        self.skips.has(id)
+    }
+
+    /// Since when the node numbered `id` is misscheduled.
+    pub(super) fn at(&self, id: NodeId) -> Option<&'a Since> {
+        self.skips.at(id)?.misscheduled.as_ref()
+    }
+
+    /// Since when the node named `node` is misscheduled.
+    pub(super) fn get(&self, ids: &NodeIds, node: &str) -> Option<&'a Since> {
+        self.at(ids.get(node)?)
+    }
+
+    /// The misscheduled nodes, each with its name.
+    pub(super) fn iter(&self, ids: &'a NodeIds) -> impl Iterator<Item = (&'a Str, &'a Since)> + use<'a> {
+        self.skips.iter(ids).filter_map(|(node, skipped)| Some((node, skipped.misscheduled.as_ref()?)))
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.count
+    }
+}
+
 impl DaemonSetState {
-    pub(super) fn skips(&self) -> PerNode<'_, Skip> {
+    pub(super) fn skips(&self) -> PerNode<'_, Skipped> {
         PerNode::new(&self.skips, &self.flags, Table::Skips)
     }
 
-    pub(super) fn misscheduled(&self) -> PerNode<'_, Since> {
-        PerNode::new(&self.misscheduled, &self.flags, Table::Misscheduled)
+    /// Why the DaemonSet skips the node numbered `id`, if it does.
+    pub(super) fn skip_at(&self, id: NodeId) -> Option<&Skip> {
+        self.skips().at(id).map(|skipped| &skipped.skip)
+    }
+
+    pub(super) fn misscheduled(&self) -> Misscheduled<'_> {
+        let skips = PerNode::new(&self.skips, &self.flags, Table::Misscheduled);
+        Misscheduled { skips, count: self.misscheduled_nodes }
     }
 
     pub(super) fn uncovered(&self) -> PerNode<'_, Since> {
         PerNode::new(&self.uncovered, &self.flags, Table::Uncovered)
     }
 
-    fn skips_mut(&mut self) -> PerNodeMut<'_, Skip> {
+    fn skips_mut(&mut self) -> PerNodeMut<'_, Skipped> {
         PerNodeMut::new(&mut self.skips, &mut self.flags, Table::Skips)
-    }
-
-    fn misscheduled_mut(&mut self) -> PerNodeMut<'_, Since> {
-        PerNodeMut::new(&mut self.misscheduled, &mut self.flags, Table::Misscheduled)
     }
 
     pub(super) fn uncovered_mut(&mut self) -> PerNodeMut<'_, Since> {
@@ -108,14 +153,12 @@ impl DaemonSetState {
         self.claimed.prefetch(id);
     }
 
-    /// Looks the node numbered `id` up in `skips` and `misscheduled`, ahead of a node event
-    /// that writes both in most DaemonSets (a drain). At 65,000 nodes each table's bucket is a
-    /// trip to memory; looked up in every DaemonSet before any is written, the trips overlap
-    /// (drains alone 10% faster there, 2026-12-05). Pod events, which rarely write either,
-    /// do not ask.
-    pub(super) fn warm_episode_tables(&self, id: NodeId) {
+    /// Looks the node numbered `id` up in `skips`, ahead of a node event that writes it in
+    /// most DaemonSets (a drain). At 65,000 nodes its bucket is a trip to memory; looked up
+    /// in every DaemonSet before any is written, the trips overlap (drains alone 10% faster
+    /// there, 2026-12-05). Pod events, which rarely write it, do not ask.
+    pub(super) fn warm_skips(&self, id: NodeId) {
         self.skips().warm(id);
-        self.misscheduled().warm(id);
     }
 
     /// Records the pod in `slot` claimed on `node`, in a cluster whose node numbers are
@@ -133,20 +176,48 @@ impl DaemonSetState {
             return false;
         }
         // Compared before anything is cloned: most calls leave the skip as it was.
-        if self.skips().at(id) == skip.as_ref() {
+        if self.skip_at(id) == skip.as_ref() {
             return false;
         }
         if let Some(new) = &skip {
             self.skip_counts.add(new);
         }
         let old = match skip {
-            Some(s) => self.skips_mut().replace(id, s),
-            None => self.skips_mut().remove(Some(id)),
+            // Another reason keeps the misscheduled episode, as the pair stays skipped.
+            Some(skip) => match self.skips_mut().at_mut(id) {
+                Some(skipped) => Some(std::mem::replace(&mut skipped.skip, skip)),
+                None => self.skips_mut().replace(id, Skipped { skip, misscheduled: None }).map(|old| old.skip),
+            },
+            None => {
+                // Not skipped any more is not misscheduled either.
+                self.set_misscheduled(id, None);
+                self.skips_mut().remove(Some(id)).map(|old| old.skip)
+            }
         };
         if let Some(old) = old {
             self.skip_counts.remove(&old);
         }
         true
+    }
+
+    /// Records since when the skipped node numbered `id` is misscheduled, or that it is not
+    /// (`None`); an episode under way keeps its start.
+    fn set_misscheduled(&mut self, id: NodeId, since: Option<Since>) {
+        let was = self.misscheduled().has(Some(id));
+        if was == since.is_some() {
+            return;
+        }
+        let Some(skipped) = self.skips_mut().at_mut(id) else {
+            debug_assert!(false, "{id:?} misscheduled but not skipped");
+            return;
+        };
+        skipped.misscheduled = since;
+        self.flags.set(id, Table::Misscheduled, !was);
+        if was {
+            self.misscheduled_nodes -= 1;
+        } else {
+            self.misscheduled_nodes += 1;
+        }
     }
 
     /// Recompute the pair (this DaemonSet, `node`) after a change. `id`: the node's number,
@@ -165,13 +236,9 @@ impl DaemonSetState {
             skipped: self.is_skipped(id),
             has_pod: id.is_some_and(|id| self.claimed.get(id).is_some()),
         };
-        match id {
-            Some(id) if pair.node_exists && pair.skipped && pair.has_pod => {
-                self.misscheduled_mut().insert_new(id, since);
-            }
-            _ => {
-                self.misscheduled_mut().remove(id);
-            }
+        if let Some(id) = id {
+            let misscheduled = pair.node_exists && pair.skipped && pair.has_pod;
+            self.set_misscheduled(id, misscheduled.then_some(since));
         }
         if pair.has_pod || !pair.node_exists {
             self.departed.remove(node);
@@ -233,7 +300,7 @@ impl DaemonSetState {
             return None;
         }
         let (pod, id) = (self.departed.get(node)?, id?);
-        let skip = self.skips().at(id)?;
+        let skip = self.skip_at(id)?;
         self.claimed.get(id).is_none().then_some((&**pod, skip))
     }
 
@@ -265,11 +332,11 @@ mod tests {
         assert!(!state.is_skipped(Some(id)), "beyond the column: not skipped");
         assert!(state.set_skip(id, Some(skip.clone())));
         assert!(state.is_skipped(Some(id)) && !state.is_skipped(Some(NodeId::at(8))) && !state.is_skipped(None));
-        assert_eq!((state.skips().at(id), state.skip_counts.iter().count()), (Some(&skip), 1));
+        assert_eq!((state.skip_at(id), state.skip_counts.iter().count()), (Some(&skip), 1));
         assert!(!state.set_skip(id, Some(skip)), "the same skip again changes nothing");
         let taint = Skip::Taint { key: Str::from("drain"), no_execute: false };
         assert!(state.set_skip(id, Some(taint.clone())), "another skip replaces it");
-        assert_eq!((state.skips().at(id), state.skip_counts.iter().count()), (Some(&taint), 1));
+        assert_eq!((state.skip_at(id), state.skip_counts.iter().count()), (Some(&taint), 1));
         assert!(state.set_skip(id, None));
         assert!(!state.is_skipped(Some(id)) && state.skips().is_empty() && state.skip_counts.is_empty());
     }

@@ -52,13 +52,13 @@ impl Index {
                 grows_with: Grows::Pods,
             },
             Part {
-                name: "per DaemonSet: skipped nodes",
+                name: "per DaemonSet: skipped nodes, with since when misscheduled ones are",
                 bytes: states().map(|s| per_node(s.skips()) + heap(s.flags_bytes())).sum(),
                 grows_with: Grows::Pods,
             },
             Part {
-                name: "per DaemonSet: misscheduled and uncovered nodes",
-                bytes: states().map(|s| per_node(s.misscheduled()) + per_node(s.uncovered())).sum(),
+                name: "per DaemonSet: uncovered nodes",
+                bytes: states().map(|s| per_node(s.uncovered())).sum(),
                 grows_with: Grows::Pods,
             },
             Part {

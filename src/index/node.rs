@@ -95,14 +95,14 @@ impl Stored for Node {
 
 impl Index {
     /// Asks for what the loop over DaemonSets reads of the node numbered `id` in each
-    /// (`prefetch`): first the flags and claims, then the tables a drain writes, then the
+    /// (`prefetch`): first the flags and claims, then the table a drain writes, then the
     /// first pod each claim names.
     fn prefetch_pairs(&self, id: NodeId) {
         for state in self.state.values() {
             state.prefetch(id);
         }
         for state in self.state.values() {
-            state.warm_episode_tables(id);
+            state.warm_skips(id);
         }
         for state in self.state.values() {
             if let Some(&[first, ..]) = state.claimed.get(id) {
@@ -124,7 +124,7 @@ impl Index {
             if !state.misscheduled().has(Some(id)) {
                 continue;
             }
-            let (Some(since), Some(skip)) = (state.misscheduled().at(id), state.skips().at(id)) else {
+            let (Some(since), Some(skip)) = (state.misscheduled().at(id), state.skip_at(id)) else {
                 continue;
             };
             let pods = state.claimed.get(id).unwrap_or_default();

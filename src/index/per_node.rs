@@ -8,6 +8,8 @@ use crate::model::{FastMap, Str};
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Table {
     Skips = 1,
+    /// The entries of `Skips` that are misscheduled: read through this bit, the skips are the
+    /// misscheduled nodes (`daemonset_state::Misscheduled`).
     Misscheduled = 2,
     Uncovered = 4,
 }
@@ -27,7 +29,7 @@ impl Flags {
     }
 
     /// Sets or clears `table`'s bit of the node numbered `id`, growing the column to reach it.
-    fn set(&mut self, id: NodeId, table: Table, on: bool) {
+    pub(super) fn set(&mut self, id: NodeId, table: Table, on: bool) {
         let at = id.index();
         if at >= self.0.len() {
             if !on {
@@ -147,6 +149,14 @@ impl<'a, V> PerNodeMut<'a, V> {
         }
         self.flags.set(id, self.table, true);
         self.map.insert(id, value);
+    }
+
+    /// The entry of the node numbered `id`, to change in place.
+    pub(super) fn at_mut(self, id: NodeId) -> Option<&'a mut V> {
+        if !self.has(Some(id)) {
+            return None;
+        }
+        self.map.get_mut(&id)
     }
 
     /// Gives the node numbered `id` `value`; returns the value it replaces.

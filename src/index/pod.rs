@@ -195,7 +195,7 @@ impl Index {
         // Asked of the flag, in cache where the map's bucket, at 65,000 nodes, is not.
         debug_assert!(state.is_skipped(Some(id)) || !state.misscheduled().has(Some(id)));
         let leaves = if state.misscheduled().has(Some(id)) {
-            let classification = self.classify(ds, state.skips().at(id)?, self.nodes.objects.get(node)?, pod);
+            let classification = self.classify(ds, state.skip_at(id)?, self.nodes.objects.get(node)?, pod);
             Leaves::ForSkip(Verdict::of(classification, requested))
         } else if let Some(flap) = state.flapped.get(node).filter(|flap| flap.explains(&pod.uid, requested)) {
             Leaves::ForSkip(Verdict { deletion_requested: requested, ..flap.verdict.clone() })

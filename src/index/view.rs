@@ -202,7 +202,7 @@ impl<'a> DaemonSetView<'a> {
 
     /// Why the DaemonSet skips `node` (`NodeShouldRunDaemonPod`); `None` when it should run there.
     pub fn skip(&self, node: &str) -> Option<&'a Skip> {
-        self.state.skips().get(&self.index.node_ids, node)
+        self.state.skips().get(&self.index.node_ids, node).map(|skipped| &skipped.skip)
     }
 
     /// The pods the DaemonSet counts on `node`, oldest first, terminating ones included.
