@@ -249,6 +249,20 @@ mod tests {
     use crate::model::interner::Interner;
     use crate::model::{Placement, Str, Toleration};
 
+    /// The watch asks the API server for what `Resource` names: written out by hand, it must
+    /// name what `Pod` names, or the exporter would watch some other path.
+    #[test]
+    fn a_slim_pod_is_the_same_resource_as_a_pod() {
+        use kube::Resource;
+        assert_eq!(
+            (SlimPod::kind(&()), SlimPod::group(&()), SlimPod::version(&()), SlimPod::plural(&())),
+            (Pod::kind(&()), Pod::group(&()), Pod::version(&()), Pod::plural(&()))
+        );
+        assert_eq!(SlimPod::api_version(&()), Pod::api_version(&()));
+        assert_eq!(SlimPod::url_path(&(), Some("kube-system")), Pod::url_path(&(), Some("kube-system")));
+        assert_eq!(SlimPod::url_path(&(), None), Pod::url_path(&(), None));
+    }
+
     /// The interner finds a pod's own placement by its slim parts without building one.
     #[test]
     fn a_pod_placement_found_by_its_parts_is_the_built_one() {
