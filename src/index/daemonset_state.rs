@@ -340,4 +340,33 @@ mod tests {
         assert!(state.set_skip(id, None));
         assert!(!state.is_skipped(Some(id)) && state.skips().is_empty() && state.skip_counts.is_empty());
     }
+
+    /// A misscheduled node is one of the skipped ones: its episode keeps its start while the
+    /// reason changes, and ends with the skip.
+    #[test]
+    fn a_misscheduled_episode_lives_and_ends_with_its_skip() {
+        let mut state = DaemonSetState::default();
+        let (node, id) = (Str::from("n9"), NodeId::at(9));
+        let at = |second| Since { at: second, observed: true, generation: second as u64 };
+        state.claim(id, Slot::at(0), 10);
+        state.refresh((&node, Some(id)), true, at(1), None);
+        assert_eq!(state.misscheduled().len(), 0, "eligible with a pod: not misscheduled");
+
+        state.set_skip(id, Some(Skip::Taint { key: Str::from("drain"), no_execute: false }));
+        state.refresh((&node, Some(id)), true, at(2), None);
+        state.set_skip(id, Some(Skip::NodeSelector { key: Str::from("pool") }));
+        state.refresh((&node, Some(id)), true, at(3), None);
+        let misscheduled = state.misscheduled();
+        assert_eq!((misscheduled.len(), misscheduled.at(id)), (1, Some(&at(2))), "another reason, the same episode");
+
+        state.set_skip(id, None);
+        assert!(!state.misscheduled().has(Some(id)) && state.misscheduled().at(id).is_none());
+        assert_eq!(state.misscheduled().len(), 0, "not skipped, so not misscheduled");
+        state.set_skip(id, Some(Skip::NodeName));
+        assert_eq!(state.misscheduled().at(id), None, "a new skip starts with no episode until a refresh");
+        state.refresh((&node, Some(id)), true, at(4), None);
+        assert_eq!((state.misscheduled().len(), state.misscheduled().at(id)), (1, Some(&at(4))));
+        state.refresh((&node, Some(id)), false, at(5), None);
+        assert_eq!(state.misscheduled().len(), 0, "a node that went is not misscheduled");
+    }
 }
