@@ -642,7 +642,8 @@ fn nodes_that_come_and_go_under_new_names_are_forgotten() {
         part.unwrap_or_else(|| panic!("no footprint part named {name}")).bytes
     };
     let claims_bytes = |index: &Index| part_bytes(index, "claims");
-    let episodes_bytes = |index: &Index| part_bytes(index, "misscheduled");
+    let skipped_bytes = |index: &Index| part_bytes(index, "skipped nodes");
+    let uncovered_bytes = |index: &Index| part_bytes(index, "uncovered nodes");
     let came_and_went = 5_000;
     for i in 0..came_and_went {
         let name = format!("scaled-{i}");
@@ -653,7 +654,7 @@ fn nodes_that_come_and_go_under_new_names_are_forgotten() {
         // A drain taints the node, the pod goes, then the node.
         apply(&mut index, node(&name, &[], &["ToBeDeletedByClusterAutoscaler=1:NoSchedule"]));
         if i == 0 {
-            assert!(episodes_bytes(&index) > 0, "a misscheduled node is counted in the footprint");
+            assert!(skipped_bytes(&index) > 0, "a misscheduled node is counted in the footprint");
         }
         delete(&mut index, pod);
         delete(&mut index, scaled);
@@ -661,8 +662,9 @@ fn nodes_that_come_and_go_under_new_names_are_forgotten() {
     let fresh = cluster(stable, vec![ds.clone()], vec![revision(&ds, "h")], stable_pods);
     assert_eq!(observable(&index), observable(&fresh));
     // Were no number reused, the claims column would hold a 4-byte slot for each of the
-    // 5,000 names, and the flags column a byte for each. Reused, the numbers stay under the
-    // sweep's slack of about a thousand (`node_ids`), so the flags under 2,048 B.
+    // 5,000 names, the flags column a byte for each, and the skipped and uncovered tables
+    // an entry for each. Reused, the numbers stay under the sweep's slack of about a
+    // thousand (`node_ids`), so the flags under 2,048 B.
     let slot = std::mem::size_of::<u32>();
     assert!(
         claims_bytes(&index) < came_and_went * slot / 2,
@@ -670,8 +672,13 @@ fn nodes_that_come_and_go_under_new_names_are_forgotten() {
         claims_bytes(&index)
     );
     assert!(
-        episodes_bytes(&index) < came_and_went / 2,
+        skipped_bytes(&index) < came_and_went / 2,
         "skipped and misscheduled nodes of {} B after {came_and_went} nodes came and went",
-        episodes_bytes(&index)
+        skipped_bytes(&index)
+    );
+    assert!(
+        uncovered_bytes(&index) < came_and_went / 8 * 2,
+        "uncovered nodes of {} B after {came_and_went} nodes came and went",
+        uncovered_bytes(&index)
     );
 }
