@@ -39,9 +39,9 @@ impl Stored for DaemonSet {
         let adopters_changed =
             selector_changed || old.is_none_or(|o| o.is_synced_by_controller() != ds.is_synced_by_controller());
         let (uid, namespace) = (ds.uid.clone(), ds.id.namespace.clone());
-        index.daemonsets.objects.insert(ds);
-        let ds = &index.daemonsets.objects[&uid];
-        let state = index.state.entry(uid.clone()).or_default();
+        let (slot, _) = index.daemonsets.objects.insert(ds);
+        let ds = index.daemonsets.objects.at(slot);
+        let state = index.states.or_default(slot);
         if !ds.is_synced_by_controller() {
             // Being deleted (or refused): its pods go on purpose, and nothing reports on it.
             state.lost.clear();
@@ -64,7 +64,7 @@ impl Stored for DaemonSet {
         let readopted = if adopters_changed { index.readopt(&namespace) } else { Vec::new() };
         if template_changed || selector_changed {
             let since = index.since();
-            let candidates: FastSet<Str> = index.state.get(&uid).map_or_else(FastSet::default, |state| {
+            let candidates: FastSet<Str> = index.state(&uid).map_or_else(FastSet::default, |state| {
                 let claimed = state.claimed_nodes(&index.node_ids).map(|(node, _)| node);
                 claimed
                     .chain(state.misscheduled().iter(&index.node_ids).map(|(node, _)| node))
@@ -90,8 +90,8 @@ impl Stored for DaemonSet {
         if !owned.is_empty() {
             index.uncounted_owned.entry(uid.clone()).or_default().extend(owned);
         }
-        index.state.remove(uid);
-        let Some((_, ds)) = index.daemonsets.objects.remove(uid) else { return };
+        let Some((slot, ds)) = index.daemonsets.objects.remove(uid) else { return };
+        index.states.remove(slot);
         index.generation += 1;
         let readopted = index.readopt(&ds.id.namespace);
         index.refresh_touched(readopted, None, None);

@@ -52,7 +52,7 @@ impl Index {
             let pods = &self.pods.objects;
             let pods: Vec<&Pod> = match touched {
                 Touched::Nodes(names) => {
-                    let state = self.state.get(&ds.uid);
+                    let state = self.state(&ds.uid);
                     let slots = names.iter().filter_map(|n| state?.pods_on(&self.node_ids, n)).flatten();
                     slots.map(|&slot| pods.at(slot)).collect()
                 }

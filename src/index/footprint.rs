@@ -31,7 +31,7 @@ impl Index {
     /// The estimated heap bytes of each structure that grows with the pods or the nodes.
     pub fn footprint(&self) -> Vec<Part> {
         let pods = &self.pods.objects;
-        let states = || self.state.values();
+        let states = || self.states.values();
         let nodes = &self.nodes.objects;
         let node_bytes: usize = nodes.values().map(node_heap).sum();
         vec![

@@ -41,6 +41,11 @@ impl Slot {
     pub(super) fn at(n: u32) -> Self {
         Self(n)
     }
+
+    /// The slot's place in order, from 0: an index into arrays kept beside a store.
+    pub(super) fn index(self) -> usize {
+        self.0 as usize
+    }
 }
 
 impl<T: Stored> Default for Keyed<T> {
@@ -191,6 +196,13 @@ impl<T: Stored> Keyed<T> {
 
     pub fn iter(&self) -> impl Iterator<Item = (&T::Key, &T)> {
         self.values().map(|obj| (obj.key(), obj))
+    }
+
+    /// Each object with its slot, in slot order.
+    pub fn slotted(&self) -> impl Iterator<Item = (Slot, &T)> {
+        // Every slot is below `u32::MAX` (`Slots::vacant`).
+        let numbered = self.slots.chunks.iter().enumerate();
+        numbered.filter_map(|(at, obj)| Some((Slot(at as u32), obj.as_ref()?)))
     }
 }
 

@@ -27,6 +27,7 @@ mod resource;
 mod restore;
 mod revision;
 mod skip_counts;
+mod states;
 mod store;
 mod uncovered;
 mod view;
@@ -35,13 +36,13 @@ use kube::runtime::watcher::Event;
 
 use self::claimed::Claims;
 use self::coverage::Verdict;
-use self::daemonset_state::DaemonSetState;
 pub use self::excerpt::Touched;
 pub use self::failed_create::{EventsRead, FailedCreateEvent};
 pub use self::footprint::{Grows, Part};
 use self::node_ids::{NodeId, NodeIds};
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::restore::{PastLoss, Restored};
+use self::states::States;
 pub use self::store::{Scope, Store};
 use self::uncovered::first_pod_available;
 pub use self::view::{DaemonSetView, EVENTS_REFUSED, LostNode, MisscheduledPod, UncoveredNode, nodes_by_reason};
@@ -99,7 +100,8 @@ pub struct Index {
     /// The numbers of the cached nodes and of those pods are claimed on, which index
     /// `DaemonSetState::claimed`.
     node_ids: NodeIds,
-    state: FastMap<Str, DaemonSetState>,
+    /// Each cached DaemonSet's state, at its slot in `daemonsets`.
+    states: States,
     /// Pods by the UID of their controller ownerReference that count on no node of it: its
     /// DaemonSet is not cached (yet), its selector does not match them, they do not count
     /// for status, or they name no node. Those that count are its claims: each pod with a
@@ -155,7 +157,7 @@ impl Index {
         }
         let retention = self.config.lost_retention;
         let mut next: Option<Timestamp> = None;
-        for state in self.state.values_mut() {
+        for state in self.states.values_mut() {
             if state.expire_losses(now, retention) {
                 self.generation += 1;
             }
@@ -252,7 +254,7 @@ impl Index {
     /// more, when enough may have died for it to pay.
     fn sweep_node_ids(&mut self) {
         if self.node_ids.sweep_due(self.nodes.objects.len()) {
-            let states = &self.state;
+            let states = &self.states;
             self.node_ids.sweep(|id| states.values().any(|state| state.claimed.get(id).is_some()));
         }
     }
@@ -312,7 +314,7 @@ impl Index {
         let (mut parting, mut gone) = (parting, gone);
         for ClaimsChanged { owner, node, id } in touched {
             let leaves = parting.take_if(|p| p.owner == owner && p.id == id).map(|p| p.leaves);
-            let verdict = match (leaves, self.state.get_mut(&owner)) {
+            let verdict = match (leaves, self.state_mut(&owner)) {
                 // The pod left and nothing replaced it.
                 (Some(leaves), Some(state)) if state.claimed.get(id).is_none() => {
                     // The episode's pod is gone either way: explained now, or never.
@@ -345,8 +347,9 @@ impl Index {
         // Every cached node has a number (`NodeIds`), which knows whether it is cached.
         let node_exists = self.node_ids.is_cached(id);
         let synced = self.synced();
-        let min_ready = self.daemonsets.objects.get(owner).map_or(0, |ds| ds.min_ready_seconds);
-        let Some(state) = self.state.get_mut(owner) else { return };
+        let Some(slot) = self.daemonsets.objects.slot(owner) else { return };
+        let min_ready = self.daemonsets.objects.at(slot).min_ready_seconds;
+        let Some(state) = self.states.get_mut(slot) else { return };
         if synced {
             let (pods, now) = (&self.pods.objects, self.now);
             let covered = |claims: &Claims| first_pod_available(id.and_then(|id| claims.get(id)), pods, min_ready, now);
@@ -360,7 +363,7 @@ impl Index {
     /// The verdict of the pod that left `node` while it was eligible, now that the
     /// DaemonSet skips the node and still has no pod there.
     fn departed_verdict(&self, owner: &Str, (node, id): (&Str, Option<NodeId>)) -> Option<Verdict> {
-        let (pod, skip) = self.state.get(owner)?.departed_into_skip(node, id)?;
+        let (pod, skip) = self.state(owner)?.departed_into_skip(node, id)?;
         let ds = self.daemonsets.objects.get(owner).filter(|ds| ds.is_synced_by_controller())?;
         let classification = self.classify(ds, skip, self.nodes.objects.get(node)?, pod);
         Some(Verdict::of(classification, pod.deletion().map(|d| d.requested_at())))

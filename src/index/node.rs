@@ -5,6 +5,7 @@ use kube::runtime::watcher::Event;
 
 use super::claimed::Claims;
 use super::coverage::{Flap, Verdict};
+use super::keyed::Slot;
 use super::node_ids::NodeId;
 use super::resource::changed;
 use super::{Index, Indexed, Resource, Store, Stored, first_pod_available};
@@ -47,10 +48,9 @@ impl Stored for Node {
         let flaps = index.flaps(&node, id);
         let synced = index.synced();
         let mut departed = Vec::new();
-        for (uid, ds) in index.daemonsets.objects.iter() {
-            // Every cached DaemonSet has its state (`DaemonSet::upsert`). Looked up without
-            // cloning the UID: a clone is an atomic write, which waits on every miss before it.
-            let Some(state) = index.state.get_mut(uid) else { continue };
+        for (slot, ds) in index.daemonsets.objects.slotted() {
+            // Every cached DaemonSet has its state (`DaemonSet::upsert`).
+            let Some(state) = index.states.get_mut(slot) else { continue };
             state.set_skip(id, should_run(&node, &ds.template));
             if synced {
                 let (pods, now) = (&index.pods.objects, index.now);
@@ -59,11 +59,12 @@ impl Stored for Node {
             }
             state.refresh((&node.name, Some(id)), true, since, None);
             if state.departed.contains_key(&node.name) {
-                departed.push(uid.clone());
+                // Cloned only here: a clone is an atomic write, which waits on every miss before it.
+                departed.push(ds.uid.clone());
             }
         }
-        for (uid, flap) in flaps {
-            if let Some(state) = index.state.get_mut(&uid) {
+        for (slot, flap) in flaps {
+            if let Some(state) = index.states.get_mut(slot) {
                 state.flapped.insert(node.name.clone(), flap);
             }
         }
@@ -83,7 +84,7 @@ impl Stored for Node {
         if let Some(id) = id {
             index.node_ids.set_cached(id, false);
         }
-        for state in index.state.values_mut() {
+        for state in index.states.values_mut() {
             if let Some(id) = id {
                 state.set_skip(id, None);
             }
@@ -98,13 +99,13 @@ impl Index {
     /// (`prefetch`): first the flags and claims, then the table a drain writes, then the
     /// first pod each claim names.
     fn prefetch_pairs(&self, id: NodeId) {
-        for state in self.state.values() {
+        for state in self.states.values() {
             state.prefetch(id);
         }
-        for state in self.state.values() {
+        for state in self.states.values() {
             state.warm_skips(id);
         }
-        for state in self.state.values() {
+        for state in self.states.values() {
             if let Some(&[first, ..]) = state.claimed.get(id) {
                 self.pods.objects.prefetch(first);
             }
@@ -115,11 +116,11 @@ impl Index {
     /// deletes for: the pod may be gone already, on a pod stream behind this one
     /// (`coverage::Flap`). Read before `new` replaces the node, for the verdict it had; `id`
     /// is its number.
-    fn flaps(&self, new: &Node, id: NodeId) -> Vec<(Str, Flap)> {
+    fn flaps(&self, new: &Node, id: NodeId) -> Vec<(Slot, Flap)> {
         let Some(old) = self.nodes.objects.get(&new.name) else { return Vec::new() };
         let mut flaps = Vec::new();
-        for (uid, ds) in self.daemonsets.objects.iter() {
-            let Some(state) = self.state.get(uid) else { continue };
+        for (slot, ds) in self.daemonsets.objects.slotted() {
+            let Some(state) = self.states.get(slot) else { continue };
             // Asked of the flag, in cache where, at 65,000 nodes, the maps' buckets are not.
             if !state.misscheduled().has(Some(id)) {
                 continue;
@@ -135,7 +136,7 @@ impl Index {
             }
             let classification = self.classify(ds, skip, old, pod);
             let verdict = Verdict::of(classification, pod.deletion().map(|d| d.requested_at()));
-            flaps.push((uid.clone(), Flap { pod: pod.uid.clone(), verdict, from: since.at, to: self.now }));
+            flaps.push((slot, Flap { pod: pod.uid.clone(), verdict, from: since.at, to: self.now }));
         }
         flaps
     }

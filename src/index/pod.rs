@@ -132,7 +132,7 @@ impl Index {
     /// entry and the owner's flags there (`prefetch`), which the refresh reads last.
     fn warm_pair(&self, node: Option<&str>, owner: Option<&str>) {
         let id = node.and_then(|node| self.node_ids.get(node));
-        let state = owner.and_then(|owner| self.state.get(owner));
+        let state = owner.and_then(|owner| self.state(owner));
         if let Some(id) = id {
             self.node_ids.prefetch(id);
             if let Some(state) = state {
@@ -162,15 +162,16 @@ impl Index {
                 adopter
             }
         };
-        let counted = self.daemonsets.objects.get(&claimant).and_then(|ds| counted_node(ds, pod));
-        let Some(node) = counted else {
+        let ds_slot = self.daemonsets.objects.slot(&claimant);
+        let counted = ds_slot.and_then(|at| Some((at, counted_node(self.daemonsets.objects.at(at), pod)?)));
+        let Some((ds_slot, node)) = counted else {
             if let Some(owner) = pod.controller_uid() {
                 self.uncounted_owned.entry(owner.clone()).or_default().insert(pod.uid.clone());
             }
             return None;
         };
         let id = self.node_ids.assign(node);
-        let state = self.state.entry(claimant.clone()).or_default();
+        let state = self.states.or_default(ds_slot);
         state.claim(id, slot, self.node_ids.bound());
         Some(ClaimsChanged { owner: claimant, node: node.clone(), id })
     }
@@ -182,7 +183,7 @@ impl Index {
     pub(super) fn parting(&self, pod: &Pod, slot: Slot, id: NodeId) -> Option<Parting> {
         let owner = pod.controller_uid().or_else(|| self.adopted_by.get(&pod.uid))?;
         let node = pod.target_node()?;
-        let state = self.state.get(owner)?;
+        let state = self.state(owner)?;
         if *state.claimed.get(id)? != [slot] {
             return None;
         }
@@ -208,8 +209,7 @@ impl Index {
     /// The pods whose controller is `owner`: its claims but the orphans it adopted, and the
     /// ones that count nowhere.
     pub(super) fn owned_pods(&self, owner: &Str) -> Vec<Uid> {
-        let claimed =
-            self.state.get(owner).into_iter().flat_map(|state| state.claimed.iter().flat_map(|(_, pods)| pods));
+        let claimed = self.state(owner).into_iter().flat_map(|state| state.claimed.iter().flat_map(|(_, pods)| pods));
         let claimed = claimed.map(|&slot| &self.pods.objects.at(slot).uid);
         let adopted = |uid: &&Uid| self.adopted_by.contains_key(*uid);
         let uncounted = self.uncounted_owned.get(owner).into_iter().flatten();
@@ -220,7 +220,7 @@ impl Index {
     pub(super) fn reclaim_owned(&mut self, owner: &Str) {
         let owned = self.owned_pods(owner);
         self.uncounted_owned.remove(owner);
-        if let Some(state) = self.state.get_mut(owner) {
+        if let Some(state) = self.state_mut(owner) {
             state.claimed.clear();
         }
         for uid in owned {
@@ -255,7 +255,7 @@ impl Index {
             }
         };
         let (node, id) = (pod.target_node()?, id?);
-        let state = self.state.get_mut(&claimant)?;
+        let state = self.state_mut(&claimant)?;
         state.claimed.get(id)?;
         state.claimed.remove(id, slot);
         Some(ClaimsChanged { owner: claimant, node: node.clone(), id })

@@ -40,12 +40,13 @@ impl Index {
     /// Take back `past` if it still holds. Counters are not touched: they restarted with
     /// the process, and `increase()` reads them as such.
     pub fn restore_loss(&mut self, past: &PastLoss) -> Restored {
-        let Some(ds) = self.daemonsets.objects.get(past.daemonset.as_str()) else { return Restored::Moot };
+        let Some(slot) = self.daemonsets.objects.slot(past.daemonset.as_str()) else { return Restored::Moot };
+        let ds = self.daemonsets.objects.at(slot);
         if !ds.is_synced_by_controller() || !self.nodes.objects.contains_key(past.node.as_str()) {
             return Restored::Moot;
         }
         let id = ds.id.clone();
-        let Some(state) = self.state.get_mut(past.daemonset.as_str()) else { return Restored::Moot };
+        let Some(state) = self.states.get_mut(slot) else { return Restored::Moot };
         let skipped = state.skips().get(&self.node_ids, &past.node).is_some();
         let has_pod = state.pods_on(&self.node_ids, &past.node).is_some();
         match (skipped, has_pod) {

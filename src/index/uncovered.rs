@@ -15,7 +15,7 @@ impl Index {
     /// does. Costs what the uncovered nodes cost, none when there are none.
     pub(super) fn uncovered_reasons(&self) -> u64 {
         use std::hash::{Hash, Hasher};
-        if self.state.values().all(|s| s.uncovered().is_empty()) {
+        if self.states.values().all(|s| s.uncovered().is_empty()) {
             return 0;
         }
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -33,28 +33,30 @@ impl Index {
     pub(super) fn find_uncovered(&mut self) {
         // When they became uncovered is not known: the pods' own status says.
         let since = Since { observed: false, ..self.since() };
-        let min_ready = |owner: &Str| self.daemonsets.objects.get(owner).map_or(0, |ds| ds.min_ready_seconds);
-        let unavailable: Vec<(Str, Str)> = self
+        let daemonsets = &self.daemonsets.objects;
+        let min_ready = |owner: Slot| daemonsets.at(owner).min_ready_seconds;
+        let unavailable: Vec<(Slot, Str)> = self
             .pods
             .objects
             .values()
             .filter_map(|pod| {
                 let owner = pod.controller_uid().or_else(|| self.adopted_by.get(&pod.uid))?;
+                let owner = daemonsets.slot(owner)?;
                 if is_available(pod.health(), pod.health_since(), min_ready(owner), self.now) {
                     return None;
                 }
-                Some((owner.clone(), pod.target_node()?.clone()))
+                Some((owner, pod.target_node()?.clone()))
             })
             .collect();
         for (owner, node) in unavailable {
-            let min_ready = min_ready(&owner);
-            let Some(state) = self.state.get_mut(&owner) else { continue };
+            let min_ready = min_ready(owner);
+            let Some(state) = self.states.get_mut(owner) else { continue };
             let Some(pods) = state.pods_on(&self.node_ids, &node) else { continue };
             let covered = first_pod_available(Some(pods), &self.pods.objects, min_ready, self.now);
             let id = self.node_ids.get(&node);
             state.track_uncovered(id, self.node_ids.is_cached(id), |_| covered, since);
         }
-        for state in self.state.values_mut() {
+        for state in self.states.values_mut() {
             track_missing(state, &self.nodes.objects, &self.node_ids, since);
         }
     }
@@ -63,8 +65,9 @@ impl Index {
     /// their DaemonSet's `minReadySeconds` now. Once a second, over those DaemonSets'
     /// uncovered nodes only.
     pub(super) fn mature_uncovered(&mut self) {
-        for (uid, state) in &mut self.state {
-            let min_ready = self.daemonsets.objects.get(uid).map_or(0, |ds| ds.min_ready_seconds);
+        for (slot, ds) in self.daemonsets.objects.slotted() {
+            let Some(state) = self.states.get_mut(slot) else { continue };
+            let min_ready = ds.min_ready_seconds;
             if min_ready == 0 || state.uncovered().is_empty() {
                 continue;
             }
@@ -80,8 +83,9 @@ impl Index {
     /// One DaemonSet's uncovered nodes, from scratch: its placement or selector changed,
     /// which can move any node.
     pub(super) fn track_uncovered_everywhere(&mut self, uid: &Str, since: Since) {
-        let min_ready = self.daemonsets.objects.get(uid).map_or(0, |ds| ds.min_ready_seconds);
-        let Some(state) = self.state.get_mut(uid) else { return };
+        let Some(slot) = self.daemonsets.objects.slot(uid) else { return };
+        let min_ready = self.daemonsets.objects.at(slot).min_ready_seconds;
+        let Some(state) = self.states.get_mut(slot) else { return };
         state.uncovered_mut().clear();
         let pods = &self.pods.objects;
         let claimed: Vec<(Str, bool)> = state

@@ -20,7 +20,7 @@ impl Index {
             .objects
             .values()
             .filter(|ds| ds.is_synced_by_controller())
-            .filter_map(|ds| Some(DaemonSetView { index: self, ds, state: self.state.get(&ds.uid)? }))
+            .filter_map(|ds| Some(DaemonSetView { index: self, ds, state: self.state(&ds.uid)? }))
             .collect();
         views.sort_by(|a, b| a.ds.id.cmp(&b.ds.id));
         views
