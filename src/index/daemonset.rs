@@ -64,7 +64,7 @@ impl Stored for DaemonSet {
         let readopted = if adopters_changed { index.readopt(&namespace) } else { Vec::new() };
         if template_changed || selector_changed {
             let since = index.since();
-            let candidates: FastSet<Str> = index.state(&uid).map_or_else(FastSet::default, |state| {
+            let candidates: FastSet<Str> = index.states.get(slot).map_or_else(FastSet::default, |state| {
                 let claimed = state.claimed_nodes(&index.node_ids).map(|(node, _)| node);
                 claimed
                     .chain(state.misscheduled().iter(&index.node_ids).map(|(node, _)| node))
@@ -74,7 +74,7 @@ impl Stored for DaemonSet {
             });
             for node in candidates {
                 let id = index.node_ids.get(&node);
-                index.refresh_pair(&uid, (&node, id), since, None);
+                index.refresh_pair(slot, (&node, id), since, None);
             }
         }
         index.refresh_touched(readopted, None, None);

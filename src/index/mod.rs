@@ -39,6 +39,7 @@ use self::coverage::Verdict;
 pub use self::excerpt::Touched;
 pub use self::failed_create::{EventsRead, FailedCreateEvent};
 pub use self::footprint::{Grows, Part};
+use self::keyed::Slot;
 use self::node_ids::{NodeId, NodeIds};
 pub use self::resource::{Indexed, Resource, Stored};
 pub use self::restore::{PastLoss, Restored};
@@ -314,7 +315,7 @@ impl Index {
         let (mut parting, mut gone) = (parting, gone);
         for ClaimsChanged { owner, node, id } in touched {
             let leaves = parting.take_if(|p| p.owner == owner && p.id == id).map(|p| p.leaves);
-            let verdict = match (leaves, self.state_mut(&owner)) {
+            let verdict = match (leaves, self.states.get_mut(owner)) {
                 // The pod left and nothing replaced it.
                 (Some(leaves), Some(state)) if state.claimed.get(id).is_none() => {
                     // The episode's pod is gone either way: explained now, or never.
@@ -329,16 +330,16 @@ impl Index {
                 }
                 _ => None,
             };
-            self.refresh_pair(&owner, (&node, Some(id)), since, verdict);
+            self.refresh_pair(owner, (&node, Some(id)), since, verdict);
         }
     }
 
-    /// Refresh one (DaemonSet, node) pair; `id` is the node's number, if it has one.
-    /// `verdict`: the change took the pair's last pod for a skip. Without one, a node that
-    /// turned out skipped after its pod went is a loss with the verdict that pod has there now.
+    /// Refresh the pair of the DaemonSet in slot `owner` and the node numbered `id`. `verdict`:
+    /// the change took the pair's last pod for a skip. Without one, a node that turned out
+    /// skipped after its pod went is a loss with the verdict that pod has there now.
     fn refresh_pair(
         &mut self,
-        owner: &Str,
+        owner: Slot,
         (node, id): (&Str, Option<NodeId>),
         since: Since,
         verdict: Option<Verdict>,
@@ -347,9 +348,8 @@ impl Index {
         // Every cached node has a number (`NodeIds`), which knows whether it is cached.
         let node_exists = self.node_ids.is_cached(id);
         let synced = self.synced();
-        let Some(slot) = self.daemonsets.objects.slot(owner) else { return };
-        let min_ready = self.daemonsets.objects.at(slot).min_ready_seconds;
-        let Some(state) = self.states.get_mut(slot) else { return };
+        let min_ready = self.daemonsets.objects.at(owner).min_ready_seconds;
+        let Some(state) = self.states.get_mut(owner) else { return };
         if synced {
             let (pods, now) = (&self.pods.objects, self.now);
             let covered = |claims: &Claims| first_pod_available(id.and_then(|id| claims.get(id)), pods, min_ready, now);
@@ -362,9 +362,9 @@ impl Index {
 
     /// The verdict of the pod that left `node` while it was eligible, now that the
     /// DaemonSet skips the node and still has no pod there.
-    fn departed_verdict(&self, owner: &Str, (node, id): (&Str, Option<NodeId>)) -> Option<Verdict> {
-        let (pod, skip) = self.state(owner)?.departed_into_skip(node, id)?;
-        let ds = self.daemonsets.objects.get(owner).filter(|ds| ds.is_synced_by_controller())?;
+    fn departed_verdict(&self, owner: Slot, (node, id): (&Str, Option<NodeId>)) -> Option<Verdict> {
+        let (pod, skip) = self.states.get(owner)?.departed_into_skip(node, id)?;
+        let ds = Some(self.daemonsets.objects.at(owner)).filter(|ds| ds.is_synced_by_controller())?;
         let classification = self.classify(ds, skip, self.nodes.objects.get(node)?, pod);
         Some(Verdict::of(classification, pod.deletion().map(|d| d.requested_at())))
     }
@@ -376,17 +376,17 @@ impl Index {
     }
 }
 
-/// A (DaemonSet, node) pair whose claimed pods changed, with the node's number: a pod
-/// event reads it once, not once for each thing it refreshes.
+/// A (DaemonSet, node) pair whose claimed pods changed, with the DaemonSet's slot in its store
+/// and the node's number: a pod event reads them once, not once for each thing it refreshes.
 pub(super) struct ClaimsChanged {
-    owner: Str,
+    owner: Slot,
     node: Str,
     id: NodeId,
 }
 
-/// The last pod of a (DaemonSet, node) pair, about to go or move.
+/// The last pod of a (DaemonSet, node) pair, about to go or move; the DaemonSet by its slot.
 struct Parting {
-    owner: Str,
+    owner: Slot,
     id: NodeId,
     leaves: Leaves,
 }

@@ -59,8 +59,7 @@ impl Stored for Node {
             }
             state.refresh((&node.name, Some(id)), true, since, None);
             if state.departed.contains_key(&node.name) {
-                // Cloned only here: a clone is an atomic write, which waits on every miss before it.
-                departed.push(ds.uid.clone());
+                departed.push(slot);
             }
         }
         for (slot, flap) in flaps {
@@ -71,8 +70,8 @@ impl Stored for Node {
         let name = node.name.clone();
         index.nodes.objects.insert(node);
         index.node_ids.set_cached(id, true);
-        for uid in departed {
-            index.refresh_pair(&uid, (&name, Some(id)), since, None);
+        for slot in departed {
+            index.refresh_pair(slot, (&name, Some(id)), since, None);
         }
     }
 

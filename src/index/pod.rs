@@ -173,7 +173,7 @@ impl Index {
         let id = self.node_ids.assign(node);
         let state = self.states.or_default(ds_slot);
         state.claim(id, slot, self.node_ids.bound());
-        Some(ClaimsChanged { owner: claimant, node: node.clone(), id })
+        Some(ClaimsChanged { owner: ds_slot, node: node.clone(), id })
     }
 
     /// When `pod` is the only counted pod of its pair on the node numbered `id`: the pair,
@@ -182,12 +182,13 @@ impl Index {
     /// that explains its delete.
     pub(super) fn parting(&self, pod: &Pod, slot: Slot, id: NodeId) -> Option<Parting> {
         let owner = pod.controller_uid().or_else(|| self.adopted_by.get(&pod.uid))?;
+        let owner = self.daemonsets.objects.slot(owner)?;
         let node = pod.target_node()?;
-        let state = self.state(owner)?;
+        let state = self.states.get(owner)?;
         if *state.claimed.get(id)? != [slot] {
             return None;
         }
-        let ds = self.daemonsets.objects.get(owner)?;
+        let ds = self.daemonsets.objects.at(owner);
         // The controller does not sync a DaemonSet being deleted: its pods go with it.
         if !ds.is_synced_by_controller() {
             return None;
@@ -203,7 +204,7 @@ impl Index {
         } else {
             Leaves::Eligible
         };
-        Some(Parting { owner: owner.clone(), id, leaves })
+        Some(Parting { owner, id, leaves })
     }
 
     /// The pods whose controller is `owner`: its claims but the orphans it adopted, and the
@@ -255,10 +256,11 @@ impl Index {
             }
         };
         let (node, id) = (pod.target_node()?, id?);
-        let state = self.state_mut(&claimant)?;
+        let owner = self.daemonsets.objects.slot(&claimant)?;
+        let state = self.states.get_mut(owner)?;
         state.claimed.get(id)?;
         state.claimed.remove(id, slot);
-        Some(ClaimsChanged { owner: claimant, node: node.clone(), id })
+        Some(ClaimsChanged { owner, node: node.clone(), id })
     }
 }
 

@@ -18,9 +18,9 @@ impl Index {
         let mut views: Vec<_> = self
             .daemonsets
             .objects
-            .values()
-            .filter(|ds| ds.is_synced_by_controller())
-            .filter_map(|ds| Some(DaemonSetView { index: self, ds, state: self.state(&ds.uid)? }))
+            .slotted()
+            .filter(|(_, ds)| ds.is_synced_by_controller())
+            .filter_map(|(slot, ds)| Some(DaemonSetView { index: self, ds, state: self.states.get(slot)? }))
             .collect();
         views.sort_by(|a, b| a.ds.id.cmp(&b.ds.id));
         views
