@@ -162,8 +162,8 @@ impl Index {
                 adopter
             }
         };
-        let ds_slot = self.daemonsets.objects.slot(&claimant);
-        let counted = ds_slot.and_then(|at| Some((at, counted_node(self.daemonsets.objects.at(at), pod)?)));
+        let daemonsets = &self.daemonsets.objects;
+        let counted = daemonsets.slot(&claimant).and_then(|at| Some((at, counted_node(daemonsets.at(at), pod)?)));
         let Some((ds_slot, node)) = counted else {
             if let Some(owner) = pod.controller_uid() {
                 self.uncounted_owned.entry(owner.clone()).or_default().insert(pod.uid.clone());
