@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 
 use super::Since;
-use super::claimed::Claims;
+use super::cells::{Cells, Table};
+use super::claimed::{Claims, ClaimsMut, Pods, Several};
 use super::coverage::{self, Flap, Loss, Pair, Step, Verdict};
 use super::keyed::Slot;
 use super::node_ids::{NodeId, NodeIds};
-use super::per_node::{Flags, PerNode, PerNodeMut, Table};
+use super::per_node::{PerNode, PerNodeMut};
 use super::skip_counts::SkipCounts;
 use crate::model::{FastMap, Pod, Str, Timestamp};
 use crate::rules::eligibility::Skip;
@@ -17,8 +18,8 @@ use crate::rules::reason::Reason;
 #[derive(Debug, Default)]
 pub(super) struct DaemonSetState {
     /// For each node number: whether it is in `skips`, whether that entry is misscheduled,
-    /// and whether it is in `uncovered`.
-    flags: Flags,
+    /// whether it is in `uncovered`, and the claimed pod there (`Claims`).
+    cells: Cells,
     /// Nodes where `shouldRun` is false, why, and for those that have a claimed pod, since
     /// when they are misscheduled. Written only by `set_skip`, which keeps `skip_counts` with
     /// it, and `set_misscheduled`. One table for both: a node is misscheduled only while
@@ -26,13 +27,14 @@ pub(super) struct DaemonSetState {
     /// nodes, two more trips to memory in each.
     skips: FastMap<NodeId, Skipped>,
     /// How many `skips` are misscheduled: nodes that exist, are skipped, and have a claimed
-    /// pod. Their entries are found by number through the flags; the views sort what they
+    /// pod. Their entries are found by number through the cells; the views sort what they
     /// read by name (`index::view`).
     misscheduled_nodes: usize,
     /// `daemonset_ineligible_nodes`: counts of `skips` by (reason, key).
     pub(super) skip_counts: SkipCounts,
-    /// Claimed pods by target node (their slots in the pod store): almost always one.
-    pub(super) claimed: Claims,
+    /// Claimed pods by target node (their slots in the pod store), where the cells say there
+    /// are several.
+    several: Several,
     /// Nodes that exist and are skipped, whose last pod went while misscheduled (`coverage`).
     pub(super) lost: BTreeMap<Str, Loss>,
     /// `daemonset_node_losses_total`: every loss so far, by (reason, key).
@@ -59,7 +61,7 @@ pub(super) struct Skipped {
 
 /// The misscheduled nodes of one DaemonSet, read out of its skipped ones.
 pub(super) struct Misscheduled<'a> {
-    /// The skips, through the misscheduled flags.
+    /// The skips, through the misscheduled bits.
     skips: PerNode<'a, Skipped>,
     count: usize,
 }
@@ -92,7 +94,7 @@ impl<'a> Misscheduled<'a> {
 
 impl DaemonSetState {
     pub(super) fn skips(&self) -> PerNode<'_, Skipped> {
-        PerNode::new(&self.skips, &self.flags, Table::Skips)
+        PerNode::new(&self.skips, &self.cells, Table::Skips)
     }
 
     /// Why the DaemonSet skips the node numbered `id`, if it does.
@@ -101,56 +103,69 @@ impl DaemonSetState {
     }
 
     pub(super) fn misscheduled(&self) -> Misscheduled<'_> {
-        let skips = PerNode::new(&self.skips, &self.flags, Table::Misscheduled);
+        let skips = PerNode::new(&self.skips, &self.cells, Table::Misscheduled);
         Misscheduled { skips, count: self.misscheduled_nodes }
     }
 
     pub(super) fn uncovered(&self) -> PerNode<'_, Since> {
-        PerNode::new(&self.uncovered, &self.flags, Table::Uncovered)
+        PerNode::new(&self.uncovered, &self.cells, Table::Uncovered)
     }
 
     fn skips_mut(&mut self) -> PerNodeMut<'_, Skipped> {
-        PerNodeMut::new(&mut self.skips, &mut self.flags, Table::Skips)
+        PerNodeMut::new(&mut self.skips, &mut self.cells, Table::Skips)
     }
 
     pub(super) fn uncovered_mut(&mut self) -> PerNodeMut<'_, Since> {
-        PerNodeMut::new(&mut self.uncovered, &mut self.flags, Table::Uncovered)
+        PerNodeMut::new(&mut self.uncovered, &mut self.cells, Table::Uncovered)
     }
 
-    /// The bytes of the flags column (`footprint`).
-    pub(super) fn flags_bytes(&self) -> usize {
-        self.flags.bytes()
+    /// The claimed pods, by node number.
+    pub(super) fn claims(&self) -> Claims<'_> {
+        Claims::new(&self.cells, &self.several)
+    }
+
+    fn claims_mut(&mut self) -> ClaimsMut<'_> {
+        ClaimsMut::new(&mut self.cells, &mut self.several)
+    }
+
+    /// Takes every claim away, ahead of claiming the DaemonSet's pods afresh.
+    pub(super) fn clear_claims(&mut self) {
+        self.claims_mut().clear();
+    }
+
+    /// The heap bytes of the cells and of the nodes with several pods (`footprint`).
+    pub(super) fn claims_bytes(&self) -> usize {
+        self.cells.bytes() + self.several.heap_bytes()
     }
 
     /// Keeps the uncovered nodes `keep` says to, given the claims and each node's number.
-    pub(super) fn retain_uncovered(&mut self, mut keep: impl FnMut(&Claims, NodeId) -> bool) {
-        let claimed = &self.claimed;
-        PerNodeMut::new(&mut self.uncovered, &mut self.flags, Table::Uncovered).retain(|id| keep(claimed, id));
+    pub(super) fn retain_uncovered(&mut self, mut keep: impl FnMut(Claims<'_>, NodeId) -> bool) {
+        let several = &self.several;
+        let uncovered = PerNodeMut::new(&mut self.uncovered, &mut self.cells, Table::Uncovered);
+        uncovered.retain(|cells, id| keep(Claims::new(cells, several), id));
     }
 
     /// The slots of the pods claimed on `node`, if any.
-    pub(super) fn pods_on(&self, ids: &NodeIds, node: &str) -> Option<&[Slot]> {
-        self.claimed.get(ids.get(node)?)
+    pub(super) fn pods_on(&self, ids: &NodeIds, node: &str) -> Option<Pods<'_>> {
+        self.claims().get(ids.get(node)?)
     }
 
     /// The nodes with a claimed pod, by name.
-    pub(super) fn claimed_nodes<'a>(&'a self, ids: &'a NodeIds) -> impl Iterator<Item = (&'a Str, &'a [Slot])> {
-        self.claimed.iter().filter_map(|(id, pods)| Some((ids.name(id)?, pods)))
+    pub(super) fn claimed_nodes<'a>(&'a self, ids: &'a NodeIds) -> impl Iterator<Item = (&'a Str, Pods<'a>)> {
+        self.claims().iter().filter_map(|(id, pods)| Some((ids.name(id)?, pods)))
     }
 
     /// `currentNumberScheduled`: cached nodes it does not skip that have a claimed pod. Asked
     /// by number: each is a flag, where a name would be looked up in the 65,000-node tables.
     pub(super) fn scheduled_nodes(&self, ids: &NodeIds) -> usize {
-        self.claimed.iter().filter(|&(id, _)| ids.is_cached(Some(id)) && !self.is_skipped(Some(id))).count()
+        self.claims().iter().filter(|&(id, _)| ids.is_cached(Some(id)) && !self.is_skipped(Some(id))).count()
     }
 
-    /// Asks for what a refresh of the node numbered `id` reads first (`prefetch`): its flags
-    /// and its entry in the claims column. At 65,000 nodes the flags are 64 KiB per
-    /// DaemonSet, and a node's byte in 40 DaemonSets falls out of cache between two changes
-    /// of that node.
+    /// Asks for what a refresh of the node numbered `id` reads first (`prefetch`): its cell.
+    /// At 65,000 nodes the cells are 256 KiB per DaemonSet, and a node's cell in 40
+    /// DaemonSets falls out of cache between two changes of that node.
     pub(super) fn prefetch(&self, id: NodeId) {
-        self.flags.prefetch(id);
-        self.claimed.prefetch(id);
+        self.cells.prefetch(id);
     }
 
     /// Looks the node numbered `id` up in `skips`, ahead of a node event that writes it in
@@ -164,7 +179,12 @@ impl DaemonSetState {
     /// Records the pod in `slot` claimed on `node`, in a cluster whose node numbers are
     /// below `bound`.
     pub(super) fn claim(&mut self, node: NodeId, slot: Slot, bound: usize) {
-        self.claimed.push(node, slot, bound);
+        self.claims_mut().push(node, slot, bound);
+    }
+
+    /// Forgets the pod in `slot` claimed on `node`, if it is there.
+    pub(super) fn unclaim(&mut self, node: NodeId, slot: Slot) {
+        self.claims_mut().remove(node, slot);
     }
 
     /// Records whether (and why) the DaemonSet skips the cached node numbered `id`; returns
@@ -212,7 +232,7 @@ impl DaemonSetState {
             return;
         };
         skipped.misscheduled = since;
-        self.flags.set(id, Table::Misscheduled, !was);
+        self.cells.set(id, Table::Misscheduled, !was);
         if was {
             self.misscheduled_nodes -= 1;
         } else {
@@ -234,7 +254,7 @@ impl DaemonSetState {
         let pair = Pair {
             node_exists,
             skipped: self.is_skipped(id),
-            has_pod: id.is_some_and(|id| self.claimed.get(id).is_some()),
+            has_pod: id.is_some_and(|id| self.claims().get(id).is_some()),
         };
         if let Some(id) = id {
             let misscheduled = pair.node_exists && pair.skipped && pair.has_pod;
@@ -271,12 +291,12 @@ impl DaemonSetState {
         &mut self,
         id: Option<NodeId>,
         node_exists: bool,
-        covered: impl FnOnce(&Claims) -> bool,
+        covered: impl FnOnce(Claims<'_>) -> bool,
         since: Since,
     ) {
         match id {
             // A cached node has a number: `node_exists` and no `id` does not happen.
-            Some(id) if node_exists && !self.is_skipped(Some(id)) && !covered(&self.claimed) => {
+            Some(id) if node_exists && !self.is_skipped(Some(id)) && !covered(self.claims()) => {
                 self.uncovered_mut().insert_new(id, since);
             }
             _ => {
@@ -301,7 +321,7 @@ impl DaemonSetState {
         }
         let (pod, id) = (self.departed.get(node)?, id?);
         let skip = self.skip_at(id)?;
-        self.claimed.get(id).is_none().then_some((&**pod, skip))
+        self.claims().get(id).is_none().then_some((&**pod, skip))
     }
 
     /// Forgets what the index kept for losses it has yet to see: the DaemonSet is not

@@ -5,6 +5,7 @@
 //! The copy enters every object by the same `upsert`s as a watch, so eligibility, claiming
 //! and the reasons are the index's own, and a change to one node copies one node's worth.
 
+use super::claimed::Pods;
 use super::{Config, Index, Stored};
 use crate::model::{DaemonSet, Node, Pod, Str};
 
@@ -53,8 +54,8 @@ impl Index {
             let pods: Vec<&Pod> = match touched {
                 Touched::Nodes(names) => {
                     let state = self.state(&ds.uid);
-                    let slots = names.iter().filter_map(|n| state?.pods_on(&self.node_ids, n)).flatten();
-                    slots.map(|&slot| pods.at(slot)).collect()
+                    let slots = names.iter().filter_map(|n| state?.pods_on(&self.node_ids, n)).flat_map(Pods::slots);
+                    slots.map(|slot| pods.at(slot)).collect()
                 }
                 Touched::DaemonSet { .. } => self.owned_pods(&ds.uid).iter().filter_map(|uid| pods.get(uid)).collect(),
             };

@@ -27,17 +27,9 @@ pub struct Keyed<T: Stored> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Slot(u32);
 
-/// Numbers no object gets, from the top down, for others to mark entries with.
-const RESERVED: u32 = 2;
-
 impl Slot {
-    /// The `n`th number no object gets (`n < RESERVED`).
-    pub(super) const fn reserved(n: u32) -> Self {
-        assert!(n < RESERVED);
-        Self(u32::MAX - n)
-    }
-
-    #[cfg(test)]
+    /// The slot numbered `n`, as `index` numbers it: for columns that keep a slot in fewer
+    /// bits (`cells`).
     pub(super) fn at(n: u32) -> Self {
         Self(n)
     }
@@ -200,7 +192,7 @@ impl<T: Stored> Keyed<T> {
 
     /// Each object with its slot, in slot order.
     pub fn slotted(&self) -> impl Iterator<Item = (Slot, &T)> {
-        // Every slot is below `u32::MAX` (`Slots::vacant`).
+        // Every slot number fits in a `u32` (`Slots::vacant`).
         let numbered = self.slots.chunks.iter().enumerate();
         numbered.filter_map(|(at, obj)| Some((Slot(at as u32), obj.as_ref()?)))
     }
@@ -238,8 +230,7 @@ impl<T> Slots<T> {
         if let Some(&slot) = self.free.last() {
             return slot;
         }
-        let below_reserved = u32::try_from(self.chunks.len()).ok().filter(|&n| n <= u32::MAX - RESERVED);
-        Slot(below_reserved.expect("fewer than 4 billion objects"))
+        Slot(u32::try_from(self.chunks.len()).expect("fewer than 4 billion objects"))
     }
 
     fn put(&mut self, obj: T) -> Slot {

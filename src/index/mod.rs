@@ -9,6 +9,7 @@
 //! misscheduled nodes, so their cost does not grow with the cluster.
 
 mod adoption;
+mod cells;
 mod chunks;
 mod claimed;
 pub mod coverage;
@@ -255,7 +256,7 @@ impl Index {
     fn sweep_node_ids(&mut self) {
         if self.node_ids.sweep_due(self.nodes.objects.len()) {
             let states = &self.states;
-            self.node_ids.sweep(|id| states.values().any(|state| state.claimed.get(id).is_some()));
+            self.node_ids.sweep(|id| states.values().any(|state| state.claims().get(id).is_some()));
         }
     }
 

@@ -54,7 +54,8 @@ impl Stored for Node {
             state.set_skip(id, should_run(&node, &ds.template));
             if synced {
                 let (pods, now) = (&index.pods.objects, index.now);
-                let covered = |claims: &Claims| first_pod_available(claims.get(id), pods, ds.min_ready_seconds, now);
+                let covered =
+                    |claims: Claims| first_pod_available(claims.get(id).as_deref(), pods, ds.min_ready_seconds, now);
                 state.track_uncovered(Some(id), true, covered, since);
             }
             state.refresh((&node.name, Some(id)), true, since, None);
@@ -95,7 +96,7 @@ impl Stored for Node {
 
 impl Index {
     /// Asks for what the loop over DaemonSets reads of the node numbered `id` in each
-    /// (`prefetch`): first the flags and claims, then the table a drain writes, then the
+    /// (`prefetch`): first the cells, then the table a drain writes, then the
     /// first pod each claim names.
     fn prefetch_pairs(&self, id: NodeId) {
         for state in self.states.values() {
@@ -105,7 +106,7 @@ impl Index {
             state.warm_skips(id);
         }
         for state in self.states.values() {
-            if let Some(&[first, ..]) = state.claimed.get(id) {
+            if let Some(&[first, ..]) = state.claims().get(id).as_deref() {
                 self.pods.objects.prefetch(first);
             }
         }
@@ -127,7 +128,8 @@ impl Index {
             let (Some(since), Some(skip)) = (state.misscheduled().at(id), state.skip_at(id)) else {
                 continue;
             };
-            let pods = state.claimed.get(id).unwrap_or_default();
+            let pods = state.claims().get(id);
+            let pods = pods.as_deref().unwrap_or_default();
             let (&[pod], false) = (pods, skip.should_continue_running()) else { continue };
             let pod = self.pods.objects.at(pod);
             if should_run(new, &ds.template).is_some() {

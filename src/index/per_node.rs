@@ -1,86 +1,32 @@
-//! Values for some nodes, by node number, in tables that share one byte of flags per number
-//! saying which of them have an entry.
+//! Values for some nodes, by node number, in tables whose entries a bit of each node's cell
+//! shows (`Cells`).
 
+use super::cells::{Cells, Table};
 use super::node_ids::{NodeId, NodeIds};
 use crate::model::{FastMap, Str};
 
-/// The tables that share a `Flags` column: a bit each.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Table {
-    Skips = 1,
-    /// The entries of `Skips` that are misscheduled: read through this bit, the skips are the
-    /// misscheduled nodes (`daemonset_state::Misscheduled`).
-    Misscheduled = 2,
-    Uncovered = 4,
-}
-
-/// A byte per node number, a bit per `Table` set when the node has an entry there. A node
-/// event refreshes every DaemonSet's entries for its node, and almost always finds none.
-/// At 65,000 nodes a bucket of a table is a trip to memory where the flags (64 KiB per
-/// DaemonSet) are in cache, so a table is probed only where its bit says there is an
-/// entry, or one is added. One byte for the three tables: a node event asks for one line
-/// of flags in each DaemonSet, where three bit columns were three lines.
-#[derive(Debug, Default)]
-pub(super) struct Flags(Vec<u8>);
-
-impl Flags {
-    fn has(&self, id: Option<NodeId>, table: Table) -> bool {
-        id.and_then(|id| self.0.get(id.index())).is_some_and(|flags| flags & table as u8 != 0)
-    }
-
-    /// Sets or clears `table`'s bit of the node numbered `id`, growing the column to reach it.
-    pub(super) fn set(&mut self, id: NodeId, table: Table, on: bool) {
-        let at = id.index();
-        if at >= self.0.len() {
-            if !on {
-                return;
-            }
-            self.0.resize(at + 1, 0);
-        }
-        if on {
-            self.0[at] |= table as u8;
-        } else {
-            self.0[at] &= !(table as u8);
-        }
-    }
-
-    /// Clears `table`'s bit of every node.
-    fn clear(&mut self, table: Table) {
-        self.0.iter_mut().for_each(|flags| *flags &= !(table as u8));
-    }
-
-    /// Asks for the byte of the node numbered `id` (`prefetch`).
-    pub(super) fn prefetch(&self, id: NodeId) {
-        if let Some(byte) = self.0.get(id.index()) {
-            super::prefetch::prefetch(byte);
-        }
-    }
-
-    /// The bytes of the column (`footprint`).
-    pub(super) fn bytes(&self) -> usize {
-        self.0.capacity()
-    }
-}
-
-/// One table of values by node number, read through the flags it shares. Keyed by number,
-/// not name: cloning or dropping a name is an atomic write, which waits on every miss before
-/// it, and a drain adds or takes an entry in most DaemonSets. Every entry's node is cached,
-/// so keeps its number while it has an entry.
+/// One table of values by node number, read through the cells' bits. A node event refreshes
+/// every DaemonSet's entries for its node, and almost always finds none. At 65,000 nodes a
+/// bucket of a table is a trip to memory, where the node's cell is one the event reads
+/// anyway: a table is probed only where its bit says there is an entry, or one is added.
+/// Keyed by number, not name: cloning or dropping a name is an atomic write, which waits on
+/// every miss before it, and a drain adds or takes an entry in most DaemonSets. Every entry's
+/// node is cached, so keeps its number while it has an entry.
 #[derive(Clone, Copy)]
 pub(super) struct PerNode<'a, V> {
     map: &'a FastMap<NodeId, V>,
-    flags: &'a Flags,
+    cells: &'a Cells,
     table: Table,
 }
 
 impl<'a, V> PerNode<'a, V> {
-    pub(super) fn new(map: &'a FastMap<NodeId, V>, flags: &'a Flags, table: Table) -> Self {
-        Self { map, flags, table }
+    pub(super) fn new(map: &'a FastMap<NodeId, V>, cells: &'a Cells, table: Table) -> Self {
+        Self { map, cells, table }
     }
 
     /// Whether the node numbered `id` has an entry; a node without a number has none.
     pub(super) fn has(&self, id: Option<NodeId>) -> bool {
-        self.flags.has(id, self.table)
+        self.cells.has(id, self.table)
     }
 
     /// The entry of the node numbered `id`.
@@ -126,20 +72,20 @@ impl<'a, V> PerNode<'a, V> {
     }
 }
 
-/// One table of values by node number, written with the flags it shares.
+/// One table of values by node number, written with the cells' bits.
 pub(super) struct PerNodeMut<'a, V> {
     map: &'a mut FastMap<NodeId, V>,
-    flags: &'a mut Flags,
+    cells: &'a mut Cells,
     table: Table,
 }
 
 impl<'a, V> PerNodeMut<'a, V> {
-    pub(super) fn new(map: &'a mut FastMap<NodeId, V>, flags: &'a mut Flags, table: Table) -> Self {
-        Self { map, flags, table }
+    pub(super) fn new(map: &'a mut FastMap<NodeId, V>, cells: &'a mut Cells, table: Table) -> Self {
+        Self { map, cells, table }
     }
 
     fn has(&self, id: Option<NodeId>) -> bool {
-        self.flags.has(id, self.table)
+        self.cells.has(id, self.table)
     }
 
     /// Gives the node numbered `id` `value` unless it has one.
@@ -147,7 +93,7 @@ impl<'a, V> PerNodeMut<'a, V> {
         if self.has(Some(id)) {
             return;
         }
-        self.flags.set(id, self.table, true);
+        self.cells.set(id, self.table, true);
         self.map.insert(id, value);
     }
 
@@ -161,7 +107,7 @@ impl<'a, V> PerNodeMut<'a, V> {
 
     /// Gives the node numbered `id` `value`; returns the value it replaces.
     pub(super) fn replace(self, id: NodeId, value: V) -> Option<V> {
-        self.flags.set(id, self.table, true);
+        self.cells.set(id, self.table, true);
         self.map.insert(id, value)
     }
 
@@ -169,21 +115,22 @@ impl<'a, V> PerNodeMut<'a, V> {
     pub(super) fn remove(self, id: Option<NodeId>) -> Option<V> {
         let id = id?;
         if !self.has(Some(id)) {
-            // Where the tests run, every skipped probe checks the flags against the table.
+            // Where the tests run, every skipped probe checks the bits against the table.
             debug_assert!(!self.map.contains_key(&id), "{id:?} has an entry its flag does not show");
             return None;
         }
-        self.flags.set(id, self.table, false);
+        self.cells.set(id, self.table, false);
         self.map.remove(&id)
     }
 
-    /// Keeps the entries `keep` says to, given each node's number.
-    pub(super) fn retain(self, mut keep: impl FnMut(NodeId) -> bool) {
-        let (flags, table) = (self.flags, self.table);
+    /// Keeps the entries `keep` says to, given the cells (whose claims it may read) and each
+    /// node's number.
+    pub(super) fn retain(self, mut keep: impl FnMut(&Cells, NodeId) -> bool) {
+        let (cells, table) = (self.cells, self.table);
         self.map.retain(|&id, _| {
-            let kept = keep(id);
+            let kept = keep(cells, id);
             if !kept {
-                flags.set(id, table, false);
+                cells.set(id, table, false);
             }
             kept
         });
@@ -191,7 +138,7 @@ impl<'a, V> PerNodeMut<'a, V> {
 
     pub(super) fn clear(self) {
         self.map.clear();
-        self.flags.clear(self.table);
+        self.cells.clear(self.table);
     }
 }
 
@@ -201,20 +148,20 @@ mod tests {
 
     type Map = FastMap<NodeId, u8>;
 
-    fn write<'a>(map: &'a mut Map, flags: &'a mut Flags) -> PerNodeMut<'a, u8> {
+    fn write<'a>(map: &'a mut Map, flags: &'a mut Cells) -> PerNodeMut<'a, u8> {
         PerNodeMut::new(map, flags, Table::Misscheduled)
     }
 
-    fn read<'a>(map: &'a Map, flags: &'a Flags) -> PerNode<'a, u8> {
+    fn read<'a>(map: &'a Map, flags: &'a Cells) -> PerNode<'a, u8> {
         PerNode::new(map, flags, Table::Misscheduled)
     }
 
     #[test]
-    fn the_flags_follow_the_entries() {
+    fn the_bits_follow_the_entries() {
         let mut ids = NodeIds::default();
         let (n3, n5) = (Str::from("n3"), Str::from("n5"));
         let (three, five) = (ids.assign(&n3), ids.assign(&n5));
-        let (mut flags, mut nodes, mut others) = (Flags::default(), Map::default(), Map::default());
+        let (mut flags, mut nodes, mut others) = (Cells::default(), Map::default(), Map::default());
         assert!(!read(&nodes, &flags).has(Some(five)), "beyond the column: no entry");
         write(&mut nodes, &mut flags).insert_new(five, 1);
         write(&mut nodes, &mut flags).insert_new(five, 2);
@@ -237,10 +184,10 @@ mod tests {
 
         write(&mut nodes, &mut flags).clear();
         write(&mut nodes, &mut flags).insert_new(three, 4);
-        write(&mut nodes, &mut flags).retain(|id| id != three);
+        write(&mut nodes, &mut flags).retain(|_, id| id != three);
         assert!(read(&nodes, &flags).is_empty() && !read(&nodes, &flags).has(Some(three)));
         write(&mut nodes, &mut flags).insert_new(three, 5);
-        assert_eq!(read(&nodes, &flags).get(&ids, "n3"), Some(&5), "cleared and retained flags let entries back in");
+        assert_eq!(read(&nodes, &flags).get(&ids, "n3"), Some(&5), "cleared and retained bits let entries back in");
         assert_eq!(write(&mut nodes, &mut flags).replace(three, 6), Some(5), "replace replaces");
         assert_eq!(write(&mut nodes, &mut flags).replace(five, 7), None);
         assert!(read(&nodes, &flags).has(Some(five)) && read(&nodes, &flags).at(three) == Some(&6));

@@ -139,7 +139,7 @@ impl Index {
                 state.prefetch(id);
             }
         }
-        let claims = id.zip(state).map(|(id, state)| state.claimed.get(id));
+        let claims = id.zip(state).map(|(id, state)| state.claims().get(id));
         std::hint::black_box((claims, node.map(|node| self.nodes.objects.slot(node))));
     }
 
@@ -185,7 +185,7 @@ impl Index {
         let owner = self.daemonsets.objects.slot(owner)?;
         let node = pod.target_node()?;
         let state = self.states.get(owner)?;
-        if *state.claimed.get(id)? != [slot] {
+        if *state.claims().get(id)? != [slot] {
             return None;
         }
         let ds = self.daemonsets.objects.at(owner);
@@ -210,8 +210,9 @@ impl Index {
     /// The pods whose controller is `owner`: its claims but the orphans it adopted, and the
     /// ones that count nowhere.
     pub(super) fn owned_pods(&self, owner: &Str) -> Vec<Uid> {
-        let claimed = self.state(owner).into_iter().flat_map(|state| state.claimed.iter().flat_map(|(_, pods)| pods));
-        let claimed = claimed.map(|&slot| &self.pods.objects.at(slot).uid);
+        let claimed =
+            self.state(owner).into_iter().flat_map(|state| state.claims().iter().flat_map(|(_, pods)| pods.slots()));
+        let claimed = claimed.map(|slot| &self.pods.objects.at(slot).uid);
         let adopted = |uid: &&Uid| self.adopted_by.contains_key(*uid);
         let uncounted = self.uncounted_owned.get(owner).into_iter().flatten();
         claimed.filter(|uid| !adopted(uid)).chain(uncounted).cloned().collect()
@@ -222,7 +223,7 @@ impl Index {
         let owned = self.owned_pods(owner);
         self.uncounted_owned.remove(owner);
         if let Some(state) = self.state_mut(owner) {
-            state.claimed.clear();
+            state.clear_claims();
         }
         for uid in owned {
             if let Some(slot) = self.pods.objects.slot(&uid) {
@@ -258,8 +259,8 @@ impl Index {
         let (node, id) = (pod.target_node()?, id?);
         let owner = self.daemonsets.objects.slot(&claimant)?;
         let state = self.states.get_mut(owner)?;
-        state.claimed.get(id)?;
-        state.claimed.remove(id, slot);
+        state.claims().get(id)?;
+        state.unclaim(id, slot);
         Some(ClaimsChanged { owner, node: node.clone(), id })
     }
 }

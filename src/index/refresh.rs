@@ -25,7 +25,7 @@ impl Index {
             let leaves = parting.take_if(|p| p.owner == owner && p.id == id).map(|p| p.leaves);
             let verdict = match (leaves, self.states.get_mut(owner)) {
                 // The pod left and nothing replaced it.
-                (Some(leaves), Some(state)) if state.claimed.get(id).is_none() => {
+                (Some(leaves), Some(state)) if state.claims().get(id).is_none() => {
                     // The episode's pod is gone either way: explained now, or never.
                     state.flapped.remove(&node);
                     match leaves {
@@ -60,7 +60,8 @@ impl Index {
         let Some(state) = self.states.get_mut(owner) else { return };
         if synced {
             let (pods, now) = (&self.pods.objects, self.now);
-            let covered = |claims: &Claims| first_pod_available(id.and_then(|id| claims.get(id)), pods, min_ready, now);
+            let covered =
+                |claims: Claims| first_pod_available(id.and_then(|id| claims.get(id)).as_deref(), pods, min_ready, now);
             state.track_uncovered(id, node_exists, covered, since);
         }
         if state.refresh((node, id), node_exists, since, verdict) {

@@ -68,11 +68,15 @@ mod tests {
         let (node, pod) = (NodeId::at(1), Slot::at(5));
         states.or_default(third).claim(node, pod, 2);
         assert!(states.get(first).is_none(), "the slots before stay empty");
-        assert_eq!(states.or_default(third).claimed.get(node), Some(&[pod][..]), "an existing state is kept");
+        assert_eq!(
+            states.or_default(third).claims().get(node).as_deref(),
+            Some(&[pod][..]),
+            "an existing state is kept"
+        );
         assert_eq!(states.values().count(), 1);
         states.remove(third);
         states.remove(Slot::at(9));
         assert!(states.get(third).is_none() && states.values_mut().next().is_none());
-        assert!(states.or_default(third).claimed.get(node).is_none(), "a removed state does not come back");
+        assert!(states.or_default(third).claims().get(node).is_none(), "a removed state does not come back");
     }
 }

@@ -52,7 +52,7 @@ impl Index {
             let min_ready = min_ready(owner);
             let Some(state) = self.states.get_mut(owner) else { continue };
             let Some(pods) = state.pods_on(&self.node_ids, &node) else { continue };
-            let covered = first_pod_available(Some(pods), &self.pods.objects, min_ready, self.now);
+            let covered = first_pod_available(Some(&*pods), &self.pods.objects, min_ready, self.now);
             let id = self.node_ids.get(&node);
             state.track_uncovered(id, self.node_ids.is_cached(id), |_| covered, since);
         }
@@ -73,7 +73,7 @@ impl Index {
             }
             let before = state.uncovered().len();
             let (pods, now) = (&self.pods.objects, self.now);
-            state.retain_uncovered(|claimed, id| !first_pod_available(claimed.get(id), pods, min_ready, now));
+            state.retain_uncovered(|claims, id| !first_pod_available(claims.get(id).as_deref(), pods, min_ready, now));
             if state.uncovered().len() != before {
                 self.generation += 1;
             }
@@ -90,7 +90,7 @@ impl Index {
         let pods = &self.pods.objects;
         let claimed: Vec<(Str, bool)> = state
             .claimed_nodes(&self.node_ids)
-            .map(|(node, claimed)| (node.clone(), first_pod_available(Some(claimed), pods, min_ready, self.now)))
+            .map(|(node, claimed)| (node.clone(), first_pod_available(Some(&*claimed), pods, min_ready, self.now)))
             .collect();
         for (node, covered) in claimed {
             let id = self.node_ids.get(&node);

@@ -1,6 +1,7 @@
 //! Read views: one DaemonSet's results, classified at read time so scrapes cost what the
 //! misscheduled nodes cost, not the cluster.
 
+use super::claimed::Pods;
 use super::coverage::Verdict;
 use super::daemonset_state::DaemonSetState;
 use super::failed_create::EventsRead;
@@ -140,7 +141,7 @@ impl<'a> DaemonSetView<'a> {
         };
         for (node, since) in by_node(self.state.uncovered().iter(&self.index.node_ids)) {
             // The one pod the controller counts there, without sorting every claimed one.
-            let pod = first_pod(self.state.pods_on(&self.index.node_ids, node), &self.index.pods.objects);
+            let pod = first_pod(self.state.pods_on(&self.index.node_ids, node).as_deref(), &self.index.pods.objects);
             let (reason, evidence) = match pod {
                 Some(pod) => {
                     let entered = pod.health_since().max(pod.created());
@@ -208,8 +209,8 @@ impl<'a> DaemonSetView<'a> {
     /// The pods the DaemonSet counts on `node`, oldest first, terminating ones included.
     pub fn pods_on(&self, node: &str) -> Vec<&'a Pod> {
         let pods = &self.index.pods.objects;
-        let mut on: Vec<&Pod> =
-            self.state.pods_on(&self.index.node_ids, node).into_iter().flatten().map(|&slot| pods.at(slot)).collect();
+        let on = self.state.pods_on(&self.index.node_ids, node).into_iter().flat_map(Pods::slots);
+        let mut on: Vec<&Pod> = on.map(|slot| pods.at(slot)).collect();
         on.sort_by(|a, b| (a.created(), &a.id).cmp(&(b.created(), &b.id)));
         on
     }
