@@ -16,9 +16,9 @@ pub(super) enum Table {
 
 /// A `u32` per node number. Its top three bits are the `Table`s with an entry for the node,
 /// the rest its claim: 0 none, 1 several (`claimed::Several` holds them), `n + 2` the one
-/// pod in slot `n`. A node event reads its node's cell in every DaemonSet, and at 65,000
-/// nodes each is a trip to memory: a byte of flags and a 4-byte claim, in two columns, were
-/// two trips.
+/// pod in slot `n`. A node event reads its node's cell in every DaemonSet, at 65,000 nodes
+/// a line from memory each, where a byte of flags and a 4-byte claim in two columns were two
+/// lines (their prefetches overlapped, so no time showed) and 5 bytes per node.
 #[derive(Debug, Default)]
 pub(super) struct Cells(Vec<u32>);
 
