@@ -125,13 +125,15 @@ impl Cells {
     }
 
     /// The cell of the node numbered `id`, growing the column to every node numbered below
-    /// `bound` at once, and by a quarter at least: a list that numbers nodes one by one does
-    /// not copy the column each time.
+    /// `bound` at once. Room grows by a quarter at least, so that a list that numbers nodes
+    /// one by one does not copy the column each time; but only the cells up to `id` or
+    /// `bound` are written, and the rest of the room stays untouched, out of the RSS (a node
+    /// list sets the bits, and grows the column, before any pod is claimed).
     fn cell_mut(&mut self, id: NodeId, bound: usize) -> &mut u32 {
         let (at, len) = (id.index(), self.0.len());
         if at >= len {
-            let want = bound.max(at + 1).max(len + len / 4 + 16);
-            self.0.reserve_exact(want - len);
+            let want = bound.max(at + 1);
+            self.0.reserve_exact(want.max(len + len / 4 + 16) - len);
             self.0.resize(want, 0);
         }
         &mut self.0[at]
@@ -172,5 +174,18 @@ mod tests {
         cells.set(far, Table::Uncovered, false);
         assert!(cells.set_claim(far, Claim::None, 10));
         assert_eq!(cells.bytes(), bytes, "clearing past the column does not grow it");
+    }
+
+    /// Room grows ahead, but only the cells asked for are written: the rest stays out of the RSS.
+    #[test]
+    fn the_column_is_written_only_as_far_as_asked() {
+        let mut cells = Cells::default();
+        cells.set(NodeId::at(9), Table::Skips, true);
+        assert_eq!((cells.0.len(), cells.0.capacity()), (10, 16), "room for 16, 10 written");
+        assert!(cells.set_claim(NodeId::at(3), Claim::One(Slot::at(1)), 40));
+        assert_eq!(cells.0.len(), 10, "a claim within the column writes no more");
+        assert!(cells.set_claim(NodeId::at(12), Claim::One(Slot::at(1)), 40));
+        assert_eq!(cells.0.len(), 40, "a claim past it, to every node numbered at once");
+        assert!(cells.has(Some(NodeId::at(9)), Table::Skips) && cells.claim(NodeId::at(39)) == Claim::None);
     }
 }
