@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 snapshot=${SNAPSHOT:-examples/cluster-autoscaler-drain.json}
 listen=${LISTEN:-127.0.0.1:18493}
 cargo build --release --locked --quiet
-bin=target/release/misschedule-exporter
+# Where cargo put it: a CARGO_TARGET_DIR set for every build moves it out of target/.
+bin=${CARGO_TARGET_DIR:-target}/release/misschedule-exporter
 
 echo "== misschedule-exporter explain --snapshot $snapshot -o wide"
 "$bin" explain --snapshot "$snapshot" -o wide
