@@ -66,16 +66,21 @@ impl<'a> Claims<'a> {
 
     /// The pods claimed on `node`, if any.
     pub(super) fn get(self, node: NodeId) -> Option<Pods<'a>> {
-        match self.cells.claim(node) {
-            Claim::None => None,
-            Claim::Several => self.several.0.get(&node).map(|slots| Pods::Several(slots)),
-            Claim::One(slot) => Some(Pods::One(slot)),
-        }
+        self.pods(node, self.cells.claim(node))
     }
 
     /// The nodes with a pod, by number.
     pub(super) fn iter(self) -> impl Iterator<Item = (NodeId, Pods<'a>)> {
-        self.cells.claimed().filter_map(move |(node, _)| Some((node, self.get(node)?)))
+        self.cells.claimed().filter_map(move |(node, claim)| Some((node, self.pods(node, claim)?)))
+    }
+
+    /// The pods that `node`'s cell, already read as `claim`, points to.
+    fn pods(self, node: NodeId, claim: Claim) -> Option<Pods<'a>> {
+        match claim {
+            Claim::None => None,
+            Claim::Several => self.several.0.get(&node).map(|slots| Pods::Several(slots)),
+            Claim::One(slot) => Some(Pods::One(slot)),
+        }
     }
 }
 
