@@ -8,8 +8,11 @@ cd "$(dirname "$0")/.."
 snapshot=${SNAPSHOT:-examples/cluster-autoscaler-drain.json}
 listen=${LISTEN:-127.0.0.1:18493}
 cargo build --release --locked --quiet
-# Where cargo put it: a CARGO_TARGET_DIR set for every build moves it out of target/.
-bin=${CARGO_TARGET_DIR:-target}/release/misschedule-exporter
+# Where cargo put it, as cargo says: CARGO_TARGET_DIR or a config's build.target-dir moves it
+# out of target/.
+target_dir=$(cargo metadata --format-version 1 --no-deps --locked | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+bin=$target_dir/release/misschedule-exporter
+[ -x "$bin" ] || { echo "demo: no exporter at $bin after the build; run 'cargo build --release' and look for it" >&2; exit 1; }
 
 echo "== misschedule-exporter explain --snapshot $snapshot -o wide"
 "$bin" explain --snapshot "$snapshot" -o wide
