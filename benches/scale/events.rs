@@ -44,7 +44,6 @@ pub(crate) const EVENT_BATCH: usize = 32;
 /// freed; events are made in small batches to keep that true here.
 pub(crate) struct EventMix<'s> {
     shape: &'s Shape,
-    slots: Vec<(usize, usize)>,
     /// Whether each node carries the drain taint now, as the events sent it last.
     drained: Vec<bool>,
     /// The nodes `drained` marks, in no order: an undrain picks one of them.
@@ -123,7 +122,7 @@ impl<'s> EventMix<'s> {
     pub(crate) fn new(shape: &'s Shape, only: Option<usize>) -> Self {
         let drained: Vec<bool> = (0..shape.nodes).map(|i| shape.draining(i)).collect();
         let draining = (0..shape.nodes).filter(|&i| drained[i]).collect();
-        Self { shape, slots: shape.pod_slots().collect(), drained, draining, drains: 0, nonce: 1, only }
+        Self { shape, drained, draining, drains: 0, nonce: 1, only }
     }
 
     /// The node the next drain event flips, from the node `picked` at random: a taint goes
@@ -183,8 +182,7 @@ impl<'s> EventMix<'s> {
             for _ in 0..EVENT_BATCH.min(count - applied) {
                 self.nonce += 1;
                 let nonce = self.nonce;
-                let pick = (nonce.wrapping_mul(2_654_435_761) % self.slots.len() as u64) as usize;
-                let (j, i) = self.slots[pick];
+                let (j, i) = shape.pod_slot(nonce.wrapping_mul(2_654_435_761));
                 match self.kind(nonce) {
                     0 => updates.push(Event::Apply(decoded::<SlimPod>(&shape.pod(j, i, nonce)))),
                     1 => heartbeats.push(Event::Apply(decoded::<SlimNode>(&self.node(i)))),
