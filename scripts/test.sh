@@ -36,30 +36,46 @@ PATH="$(bash tests/lab/lab.sh bin):$PATH"
 export PATH
 # A one-shot run gains nothing from incremental state, which would double the disk the build takes.
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
-# The stall test spends five minutes waiting on a frozen stream with its lab idle: it runs
-# beside the rest rather than after it. Every test binary is built first, so that it runs
-# from its own binary while cargo runs the others (and skips it).
+# Two test binaries spend minutes waiting with little to do: the stall test five minutes on a
+# frozen stream with its lab idle, and the API-fault tests about six on timed faults against
+# the fake API server. They run beside the rest, one after the other (so that at most one
+# extra job shares the two cores), each from its own binary, while cargo runs the others and
+# skips their tests by exact name. Every test binary is built first.
 cargo test --locked --no-run
-stall_test=a_frozen_stream_is_caught_through_the_real_api_servers_bookmarks
-stall_bin=$(cargo test --locked --no-run --test stall --message-format=json |
-  python3 -c 'import json, sys
+test_binary() {
+  cargo test --locked --no-run --test "$1" --message-format=json |
+    python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "stall":
-        print(m["executable"])')
-stall_log=$(mktemp)
-"$stall_bin" --include-ignored --exact "$stall_test" >"$stall_log" 2>&1 &
-stall_pid=$!
-trap 'kill "$stall_pid" 2>/dev/null || true' EXIT
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
+        print(m["executable"])' "$1"
+}
+stall_test=a_frozen_stream_is_caught_through_the_real_api_servers_bookmarks
+stall_bin=$(test_binary stall)
+faults_bin=$(test_binary apifaults)
+skips=(--skip "$stall_test")
+while read -r name; do skips+=(--skip "$name"); done < <("$faults_bin" --list | sed -n 's/: test$//p')
+[ ${#skips[@]} -gt 2 ] || { echo "[test] tests/apifaults.rs lists no tests" >&2; exit 1; }
+beside_log=$(mktemp)
+(
+  beside_status=0
+  "$stall_bin" --include-ignored --exact "$stall_test" || beside_status=1
+  # Its tests wait on timers, not the CPU: four at once.
+  "$faults_bin" --include-ignored --test-threads 4 || beside_status=1
+  exit $beside_status
+) >"$beside_log" 2>&1 &
+beside_pid=$!
+trap 'pkill -P "$beside_pid" 2>/dev/null; kill "$beside_pid" 2>/dev/null || true' EXIT
 status=0
-cargo test --locked --no-fail-fast -- --include-ignored --skip "$stall_test" || status=$?
-stall_status=0
-wait "$stall_pid" || stall_status=$?
+cargo test --locked --no-fail-fast -- --include-ignored --exact "${skips[@]}" || status=$?
+beside_status=0
+wait "$beside_pid" || beside_status=$?
 trap - EXIT
-echo "[test] tests/stall.rs, run beside the others (exit $stall_status):"
-cat "$stall_log"
-rm -f "$stall_log"
-[ "$status" -eq 0 ] && [ "$stall_status" -eq 0 ] || { echo "[test] FAILED (cargo test exit $status, stall exit $stall_status)" >&2; exit 1; }
+echo "[test] tests/stall.rs and tests/apifaults.rs, run beside the others (exit $beside_status):"
+cat "$beside_log"
+rm -f "$beside_log"
+[ "$status" -eq 0 ] && [ "$beside_status" -eq 0 ] ||
+  { echo "[test] FAILED (cargo test exit $status, stall and API faults exit $beside_status)" >&2; exit 1; }
 # A short run of the scale benchmark: it checks its results at small size, not the targets.
 bash scripts/bench.sh --smoke
 # The fuzz targets are a crate of their own: checked here against the lock they ship with
