@@ -37,8 +37,8 @@ export PATH
 # A one-shot run gains nothing from incremental state, which would double the disk the build takes.
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 # Two test binaries spend minutes waiting with little to do: the stall test five minutes on a
-# frozen stream with its lab idle, and the API-fault tests about six on timed faults against
-# the fake API server. They run beside the rest, one after the other (so that at most one
+# frozen stream with its lab idle, and the API-fault tests four (four at a time) on timed
+# faults against the fake API server. They run beside the rest, one after the other (so that at most one
 # extra job shares the two cores), each from its own binary, while cargo runs the others and
 # skips their tests by exact name. Every test binary is built first.
 cargo test --locked --no-run
@@ -76,7 +76,7 @@ cat "$beside_log"
 rm -f "$beside_log"
 [ "$status" -eq 0 ] && [ "$beside_status" -eq 0 ] ||
   { echo "[test] FAILED (cargo test exit $status, stall and API faults exit $beside_status)" >&2; exit 1; }
-# A short run of the scale benchmark: it checks its results at small size, not the targets.
+# A short run of the benchmarks: it checks their answers at small size, not the targets.
 bash scripts/bench.sh --smoke
 # The fuzz targets are a crate of their own: checked here against the lock they ship with
 # (cargo fuzz takes no --locked), so that a change to the model or the dependencies cannot
