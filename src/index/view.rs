@@ -8,6 +8,7 @@ use super::failed_create::EventsRead;
 use super::uncovered::first_pod;
 use super::{Index, Since};
 use crate::model::{DaemonSet, Node, Pod, Str, Timestamp};
+use crate::rules::arrival::arrived_misscheduled;
 use crate::rules::eligibility::{Skip, SkipReason};
 use crate::rules::reason::{Classification, Reason, classify};
 use crate::rules::uncovered::{Uncovered, missing_reason, pod_reason};
@@ -80,6 +81,9 @@ pub struct MisscheduledPod<'a> {
     pub counts_node: bool,
     /// Tells this episode of the pod's node being misscheduled from an earlier one.
     pub episode: u64,
+    /// The pod was created after its node's episode began, as the index saw it live
+    /// (`rules::arrival`): it came misscheduled, and the index's node may be behind.
+    pub arrived: bool,
 }
 
 /// What a node without a pod says when the controller's `FailedCreate` Events could not be read.
@@ -261,14 +265,14 @@ impl<'a> DaemonSetView<'a> {
                 } else {
                     classification.evidence_since.map_or(since.at, |e| e.min(since.at))
                 };
-                let episode = since.generation;
                 out.push(MisscheduledPod {
                     pod,
                     node: &node.name,
                     classification,
                     since: at,
                     counts_node: i == 0,
-                    episode,
+                    episode: since.generation,
+                    arrived: since.observed && arrived_misscheduled(pod.created(), since.at),
                 });
             }
         }
