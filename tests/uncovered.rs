@@ -47,23 +47,8 @@ mod support;
 
 use k8s_openapi::api::core::v1::Pod;
 use misschedule_exporter::index::Index;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::*;
-
-/// The pod with `status` as the kubelet and the scheduler write it.
-fn with_status(mut pod: Pod, status: Value) -> Pod {
-    pod.status = Some(from(status));
-    pod
-}
-
-fn ready(pod: Pod) -> Pod {
-    with_status(
-        pod,
-        json!({"phase": "Running", "conditions": [
-        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"},
-        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}),
-    )
-}
 
 fn waiting(pod: Pod, reason: &str, message: &str) -> Pod {
     with_status(

@@ -27,6 +27,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
 
+use super::look::Looks;
 use super::notice::{self, Notice, Target};
 use super::rate_limit::RateLimit;
 use super::restore;
@@ -69,7 +70,7 @@ pub async fn run(client: Client, namespaces: Vec<String>, shared: Arc<Shared>, t
         telemetry,
         denied_reported: false,
     };
-    let mut transitions = Transitions::default();
+    let mut looks = Looks::default();
     let mut generations = shared.generations(MIN_LOOK_INTERVAL);
     let mut deferred = false;
     // Recoveries seen and not yet written (throttled): a recovery is seen once, when its
@@ -77,13 +78,21 @@ pub async fn run(client: Client, namespaces: Vec<String>, shared: Arc<Shared>, t
     let mut recoveries: VecDeque<Notice> = VecDeque::new();
     let mut restored = false;
     loop {
-        if deferred {
-            tokio::select! {
+        // A look with nothing new in the index: a deferred Event's token may be back, or a
+        // held notice's or a gone subject's time is up (`settle`).
+        let now = unix_ms();
+        let due = looks.next_look_ms(now).map(|at| Duration::from_millis(u64::try_from(at - now).unwrap_or(0)));
+        let again = if deferred { Some(due.map_or(RETRY_DEFERRED, |d| d.min(RETRY_DEFERRED))) } else { due };
+        match again {
+            Some(again) => tokio::select! {
                 generation = generations.next() => if generation.is_none() { return },
-                () = tokio::time::sleep(RETRY_DEFERRED) => {}
+                () = tokio::time::sleep(again) => {}
+            },
+            None => {
+                if generations.next().await.is_none() {
+                    return;
+                }
             }
-        } else if generations.next().await.is_none() {
-            return;
         }
         // Before the first sync the index is partial: pods would look misscheduled only
         // because their nodes have not been listed yet.
@@ -92,20 +101,15 @@ pub async fn run(client: Client, namespaces: Vec<String>, shared: Arc<Shared>, t
         }
         if !restored {
             restored = true;
-            take_back(&sender.writer.client, &namespaces, &shared, &mut transitions, &mut recoveries).await;
+            take_back(&sender.writer.client, &namespaces, &shared, &mut looks.transitions, &mut recoveries).await;
         }
-        let notices = notice::current(&shared.read());
-        let gone = transitions.retain_current(&notices, unix_ms());
-        if !gone.is_empty() {
-            let index = shared.read();
-            let room = MAX_PENDING_RECOVERIES.saturating_sub(recoveries.len());
-            recoveries.extend(gone.iter().filter(|n| n.recovered_in(&index)).map(Notice::recovery).take(room));
-        }
+        let look = looks.look(&shared.read(), unix_ms());
+        let room = MAX_PENDING_RECOVERIES.saturating_sub(recoveries.len());
+        recoveries.extend(look.recoveries.into_iter().take(room));
         deferred = false;
-        let changed: Vec<Notice> = transitions.changed(&notices).into_iter().cloned().collect();
         // Recoveries first: they are older news than anything `changed` holds.
         while let Some(recovery) = recoveries.front() {
-            if sender.send(recovery, transitions.ended_at(recovery.event_id())).await == Sent::Later {
+            if sender.send(recovery, looks.transitions.ended_at(recovery.event_id())).await == Sent::Later {
                 deferred = true;
                 break;
             }
@@ -114,12 +118,12 @@ pub async fn run(client: Client, namespaces: Vec<String>, shared: Arc<Shared>, t
         if deferred {
             continue;
         }
-        for notice in &changed {
-            if sender.send(notice, transitions.ended_at(notice.event_id())).await == Sent::Later {
+        for notice in &look.changed {
+            if sender.send(notice, looks.transitions.ended_at(notice.event_id())).await == Sent::Later {
                 deferred = true;
                 break;
             }
-            transitions.announced(notice, unix_ms());
+            looks.transitions.announced(notice, unix_ms());
         }
     }
 }

@@ -109,6 +109,9 @@ pub struct Notice {
     /// (`starting`) does not, but stays current so that one told before (an image that
     /// would not pull, then a rollout) is told when it recovers.
     pub announce: bool,
+    /// The pod came misscheduled (`rules::arrival`): the index's node or DaemonSet may be
+    /// behind its pods, so the Event waits a moment for them to catch up (`publish::settle`).
+    pub index_may_be_behind: bool,
 }
 
 /// An Event name is a DNS subdomain (253 characters): the DaemonSet's name, cut to this,

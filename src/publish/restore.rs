@@ -119,6 +119,7 @@ fn recovery(loss: &PastLoss, id: crate::model::ObjectRef) -> Notice {
         of: None,
         said: None,
         announce: true,
+        index_may_be_behind: false,
     }
     .recovery()
 }

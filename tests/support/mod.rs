@@ -88,6 +88,22 @@ pub fn daemon_pod(ds: &DaemonSet, node: &str, hash: &str, bound: bool) -> Pod {
     }))
 }
 
+/// The pod with `status` as the kubelet and the scheduler write it.
+pub fn with_status(mut pod: Pod, status: Value) -> Pod {
+    pod.status = Some(from(status));
+    pod
+}
+
+/// The pod Running and Ready since 2026-01-01.
+pub fn ready(pod: Pod) -> Pod {
+    with_status(
+        pod,
+        json!({"phase": "Running", "conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"},
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}]}),
+    )
+}
+
 /// The ControllerRevision holding `ds`'s current template under `hash`.
 pub fn revision(ds: &DaemonSet, hash: &str) -> ControllerRevision {
     let name = ds.metadata.name.as_deref().unwrap();

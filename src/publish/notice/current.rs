@@ -26,6 +26,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
             of: None,
             said,
             announce: true,
+            index_may_be_behind: false,
         };
         for lost in view.lost_nodes().into_iter().filter(|l| l.verdict.reason != Reason::DaemonSetChanged) {
             let v = lost.verdict;
@@ -47,6 +48,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
                 of: None,
                 said: None,
                 announce: true,
+                index_may_be_behind: p.arrived,
             });
         }
         for u in view.uncovered_nodes() {

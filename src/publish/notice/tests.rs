@@ -22,6 +22,7 @@ pub(crate) fn notice(uid: u8, reason: Reason, key: &str, manager: Option<&str>) 
         of: None,
         said: None,
         announce: true,
+        index_may_be_behind: false,
     }
 }
 
