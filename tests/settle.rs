@@ -66,17 +66,24 @@ fn lost_n2() -> (Index, Looks, Pod) {
     (index, looks, p2)
 }
 
-#[test]
-fn a_pod_ahead_of_its_node_is_no_misscheduled_pod_and_the_node_is_told_covered_again() {
+/// `lost_n2`, then at NOW + 20 the controller's new pod for n2 reaches the index while
+/// the index still has n2 tainted: the first look tells nothing. The time of that look (ms).
+fn replacement_first() -> (Index, Looks, i64) {
     let (mut index, mut looks, p2) = lost_n2();
     let at = (NOW + 20) * 1000;
     index.set_now(NOW + 20);
-    // The taint went at NOW + 20; the controller's pod for n2 comes first.
     apply(&mut index, replacement(&p2, "2026-06-01T00:00:20Z"));
     assert_eq!(misscheduled(&index).len(), 1, "the index has it misscheduled for now");
-    assert_eq!(look(&mut looks, &index, at), NOTHING, "nothing told while the node may be behind");
+    assert_eq!(look(&mut looks, &index, at), NOTHING, "nothing told while the index may be behind");
     assert_eq!(looks.next_look_ms(at), Some(at + SETTLE_MS), "a look is due even if nothing changes");
-    // The node catches up: n2 is covered again, and the pod was never misscheduled.
+    (index, looks, at)
+}
+
+#[test]
+fn a_pod_ahead_of_its_node_is_no_misscheduled_pod_and_the_node_is_told_covered_again() {
+    // The taint went at NOW + 20, and the node without it comes a moment after the pod:
+    // n2 is covered again, and the pod was never misscheduled.
+    let (mut index, mut looks, at) = replacement_first();
     apply(&mut index, n2(false));
     assert_eq!(look(&mut looks, &index, at + 300), ["Recovered n2 of NodeLost"]);
     assert_eq!(look(&mut looks, &index, at + SETTLE_MS + 300), NOTHING);
@@ -85,13 +92,9 @@ fn a_pod_ahead_of_its_node_is_no_misscheduled_pod_and_the_node_is_told_covered_a
 
 #[test]
 fn a_pod_that_stays_misscheduled_after_it_came_is_told_a_moment_later() {
-    let (mut index, mut looks, p2) = lost_n2();
-    let at = (NOW + 20) * 1000;
-    index.set_now(NOW + 20);
     // Made against an eligible node the controller saw, but the node stays tainted (the
     // controller's view was behind, or someone made the pod): it really is misscheduled.
-    apply(&mut index, replacement(&p2, "2026-06-01T00:00:20Z"));
-    assert_eq!(look(&mut looks, &index, at), NOTHING);
+    let (mut index, mut looks, at) = replacement_first();
     assert_eq!(look(&mut looks, &index, at + SETTLE_MS - 1), NOTHING);
     assert_eq!(look(&mut looks, &index, at + SETTLE_MS), ["Misscheduled n2"]);
     assert_eq!(look(&mut looks, &index, at + SETTLE_MS + 200), NOTHING, "told once");
