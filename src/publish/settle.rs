@@ -33,7 +33,7 @@ pub struct Settle {
 }
 
 impl Settle {
-    /// Notes which of `current` may have their node behind, and since when.
+    /// Notes which of `current` the index may be behind on, and since when.
     pub fn track(&mut self, current: &[Notice], now_ms: i64) {
         let held = current
             .iter()
@@ -43,7 +43,7 @@ impl Settle {
         self.held = held;
     }
 
-    /// Whether `notice` waits for its node to catch up (`track` saw it less than
+    /// Whether `notice` waits for the index to catch up (`track` saw it less than
     /// [`SETTLE_MS`] ago).
     pub fn holds(&self, notice: &Notice, now_ms: i64) -> bool {
         notice.index_may_be_behind && self.held.get(&notice.subject).is_some_and(|&first| now_ms - first < SETTLE_MS)
