@@ -81,9 +81,18 @@ pub struct MisscheduledPod<'a> {
     pub counts_node: bool,
     /// Tells this episode of the pod's node being misscheduled from an earlier one.
     pub episode: u64,
+    /// `since` is when the index saw the episode begin, live, not a bound inferred from a
+    /// relist.
+    pub observed: bool,
+}
+
+impl MisscheduledPod<'_> {
     /// The pod was created after its node's episode began, as the index saw it live
-    /// (`rules::arrival`): it came misscheduled, and the index's node may be behind.
-    pub arrived: bool,
+    /// (`rules::arrival`): it came misscheduled, and the index's node may be behind. Asked
+    /// by the Event publisher only, so a scrape does not pay for it.
+    pub fn arrived(&self) -> bool {
+        self.observed && arrived_misscheduled(self.pod.created(), self.since)
+    }
 }
 
 /// What a node without a pod says when the controller's `FailedCreate` Events could not be read.
@@ -272,7 +281,7 @@ impl<'a> DaemonSetView<'a> {
                     since: at,
                     counts_node: i == 0,
                     episode: since.generation,
-                    arrived: since.observed && arrived_misscheduled(pod.created(), since.at),
+                    observed: since.observed,
                 });
             }
         }

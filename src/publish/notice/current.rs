@@ -35,6 +35,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
             out.push(node_notice(Kind::NodeLost, subject, verdict, lost.node, lost.episode, None));
         }
         for p in view.misscheduled_pods() {
+            let index_may_be_behind = p.arrived();
             let c = p.classification;
             out.push(Notice {
                 kind: Kind::Misscheduled,
@@ -48,7 +49,7 @@ pub fn current(index: &Index) -> Vec<Notice> {
                 of: None,
                 said: None,
                 announce: true,
-                index_may_be_behind: p.arrived,
+                index_may_be_behind,
             });
         }
         for u in view.uncovered_nodes() {
