@@ -178,8 +178,8 @@ ${alternating:-skipped (LARGE_NODES=0)}
 ## End to end: the exporter binary listing over HTTP
 The release binary, started with a kubeconfig, against an API server in the bench
 (\`benches/end_to_end.rs\`) that serves paginated lists (\`limit\`/\`continue\`, 500 per
-page) of the same synthetic cluster as full objects (pods with status and container
-statuses, nodes with images and managedFields) and holds the watches open. The exporter's
+page) of the same synthetic cluster as full objects (pods with status, container
+statuses and managedFields, nodes with images and managedFields) and holds the watches open. The exporter's
 CPU is read from /proc when \`/readyz\` first answers 200; its answer (the misscheduled
 pods) is checked. The server builds each page as it is asked for, on the other core, so the
 wall time is the server's as much as the exporter's. Like kube-apiserver, the server gzips a

@@ -1,7 +1,7 @@
 //! End-to-end cold start: the release exporter binary, started with a kubeconfig, lists a
 //! synthetic cluster over loopback HTTP from a small API server in this bench, which
-//! streams realistic paginated lists (`limit`/`continue`; full pods with status and
-//! container statuses, nodes with images and managedFields) and then holds the watches
+//! streams realistic paginated lists (`limit`/`continue`; full pods with status, container
+//! statuses and managedFields, nodes with images and managedFields) and then holds the watches
 //! open. What it costs the exporter to become ready is read from /proc.
 //!
 //!   cargo bench --bench end_to_end -- --nodes 5000 --daemonsets 40

@@ -4,7 +4,8 @@
 //! DaemonSets with selectors, affinities and tolerations, their ControllerRevisions, and
 //! daemon pods exactly as the DaemonSet controller writes them (labels, controller
 //! ownerReference, `matchFields` affinity, template + default tolerations), with realistic
-//! container specs and status. One daemon pod in a hundred waits on an image it cannot pull,
+//! container specs and status, and the managedFields of the controller-manager and the
+//! kubelet. One daemon pod in a hundred waits on an image it cannot pull,
 //! as the kubelet writes it (`uncovered`).
 #![allow(dead_code)]
 
@@ -238,20 +239,20 @@ impl Shape {
         ] {
             tolerations.push(json!({"key": key, "operator": "Exists", "effect": effect}));
         }
-        serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {
-                "name": format!("{name}-{:05x}", (i * 7919 + j) % 0xfffff), "generateName": format!("{name}-"),
-                "namespace": namespace(j), "uid": uid(4, j, i), "resourceVersion": nonce.to_string(),
-                "creationTimestamp": "2026-01-01T00:00:00Z",
-                "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability",
-                           "controller-revision-hash": hash(j, 2), "pod-template-generation": "2"},
-                "annotations": template_annotations(j),
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": uid(2, j, 0), "controller": true, "blockOwnerDeletion": true}]
-            },
-            "spec": spec,
-            "status": if self.uncovered(j, i) { image_pull_status(j, i) } else { running_status(j, i, nonce) }
-        }))
+        let mut metadata = json!({
+            "name": format!("{name}-{:05x}", (i * 7919 + j) % 0xfffff), "generateName": format!("{name}-"),
+            "namespace": namespace(j), "uid": uid(4, j, i), "resourceVersion": nonce.to_string(),
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "observability",
+                       "controller-revision-hash": hash(j, 2), "pod-template-generation": "2"},
+            "annotations": template_annotations(j),
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": uid(2, j, 0), "controller": true, "blockOwnerDeletion": true}]
+        });
+        let status = if self.uncovered(j, i) { image_pull_status(j, i) } else { running_status(j, i, nonce) };
+        metadata["managedFields"] = pod_managed_fields(&metadata, &spec, &status);
+        serde_json::from_value(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}),
+        )
         .unwrap()
     }
 
@@ -317,6 +318,52 @@ fn namespace(j: usize) -> &'static str {
 
 fn hash(j: usize, generation: usize) -> String {
     format!("{:x}", 0x5d8f_0000_u64 + (j as u64) * 31 + generation as u64)
+}
+
+/// managedFields as a cluster writes them for a daemon pod: the controller-manager owns what
+/// it created (metadata and spec), the kubelet the status, as a status subresource entry.
+/// Together about 40% of a pod's JSON: 3.7 of 8.8 KB in one the lab's 1.37 made, 2.4 of 5.5 here.
+fn pod_managed_fields(metadata: &Value, spec: &Value, status: &Value) -> Value {
+    let mut created = fields_of(metadata);
+    if let Some(owned) = created.as_object_mut() {
+        for server_set in ["f:name", "f:namespace", "f:uid", "f:resourceVersion", "f:creationTimestamp"] {
+            owned.remove(server_set);
+        }
+    }
+    let at = "2026-01-01T00:00:05Z";
+    json!([
+        {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": at, "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:metadata": created, "f:spec": fields_of(spec)}},
+        {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": at, "subresource": "status", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:status": fields_of(status)}}
+    ])
+}
+
+/// The field set (FieldsV1) of an object, as server-side apply records it: `f:` per field, a
+/// map or an object with `.` for itself, and a list of objects keyed by each member's
+/// `uid`, `name` or `type` (`k:`); any other list is atomic.
+fn fields_of(value: &Value) -> Value {
+    let Value::Object(fields) = value else { return json!({}) };
+    Value::Object(fields.iter().map(|(name, value)| (format!("f:{name}"), field(value))).collect())
+}
+
+fn field(value: &Value) -> Value {
+    let keyed = |item: &Value| {
+        ["uid", "name", "type"].into_iter().find_map(|key| Some(format!("k:{{\"{key}\":{}}}", item.get(key)?)))
+    };
+    match value {
+        Value::Object(_) => {
+            let mut set = fields_of(value);
+            if let Some(fields) = set.as_object_mut() {
+                fields.insert(".".into(), json!({}));
+            }
+            set
+        }
+        Value::Array(items) if !items.is_empty() && items.iter().all(|item| keyed(item).is_some()) => {
+            Value::Object(items.iter().filter_map(|item| Some((keyed(item)?, field(item)))).collect())
+        }
+        _ => json!({}),
+    }
 }
 
 /// managedFields as a 1.33 cluster writes them for such a node: kubelet owns its own labels
