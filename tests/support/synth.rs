@@ -359,9 +359,12 @@ fn field(value: &Value) -> Value {
             }
             set
         }
-        Value::Array(items) if !items.is_empty() && items.iter().all(|item| keyed(item).is_some()) => {
-            Value::Object(items.iter().filter_map(|item| Some((keyed(item)?, field(item)))).collect())
-        }
+        // Keyed only if every member has a key; else the list is atomic.
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .map(|item| Some((keyed(item)?, field(item))))
+            .collect::<Option<serde_json::Map<_, _>>>()
+            .map_or_else(|| json!({}), Value::Object),
         _ => json!({}),
     }
 }
