@@ -11,7 +11,7 @@ use kube::runtime::watcher::Event;
 use super::apply::MAX_BATCH;
 use super::{Endpoint, Listed, Watch};
 use crate::source::call_error::CallError;
-use crate::source::request::{self, PageSizes};
+use crate::source::request::{self, PageBuffers};
 use crate::source::stream_list::{self, Initial, ListMode};
 use crate::telemetry::ListedBy;
 
@@ -138,11 +138,12 @@ impl Watch {
     {
         self.apply(scope, Event::<K>::Init);
         let mut params = endpoint.list.clone();
-        let mut sizes = PageSizes::default();
+        let mut buffers = PageBuffers::default();
         let mut batch = Vec::new();
         loop {
             let (url_path, compression) = (&endpoint.url_path, self.config.compression);
-            let page = request::list_page::<K>(&self.client, url_path, &params, compression, idle, &mut sizes).await?;
+            let page =
+                request::list_page::<K>(&self.client, url_path, &params, compression, idle, &mut buffers).await?;
             *progress = Some(Instant::now());
             let mut objects = page.items.into_iter().map(Event::InitApply).peekable();
             while objects.peek().is_some() {

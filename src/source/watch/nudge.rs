@@ -12,7 +12,7 @@ use kube::api::ListParams;
 
 use super::{Endpoint, Listed, Watch};
 use crate::index::Resource;
-use crate::source::request::{self, Compression, PageSizes};
+use crate::source::request::{self, Compression, PageBuffers};
 
 /// The longest a nudge may take: it is a read of one object.
 const NUDGE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -50,10 +50,15 @@ impl Watch {
         let params =
             ListParams { label_selector: endpoint.list.label_selector.clone(), limit: Some(1), ..Default::default() };
         tokio::spawn(async move {
-            let mut sizes = PageSizes::default();
-            let answer =
-                request::list_page::<K>(&client, &url_path, &params, Compression::Identity, NUDGE_TIMEOUT, &mut sizes)
-                    .await;
+            let answer = request::list_page::<K>(
+                &client,
+                &url_path,
+                &params,
+                Compression::Identity,
+                NUDGE_TIMEOUT,
+                &mut PageBuffers::default(),
+            )
+            .await;
             if let Err(error) = answer {
                 tracing::debug!(resource = K::RESOURCE.as_str(), %error, "nudge for a bookmark failed");
             }
