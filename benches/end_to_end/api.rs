@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use futures::StreamExt;
 use misschedule_exporter::http::negotiate;
 use serde::Deserialize;
 use serde_json::json;
@@ -111,10 +112,36 @@ impl Kind {
     }
 }
 
+/// How often a held watch gets a bookmark, as a 1.37 API server's watch cache sends one to
+/// each watcher that asked about once a minute. Without them the exporter, rightly, took the
+/// largest runs' watches of nodes and DaemonSets for stalled while the pods were still
+/// being listed, and was not ready when they were.
+const BOOKMARK_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A bookmark line of `kind`'s list at this server's one resourceVersion, annotated as the
+/// end of the initial events or not.
+fn bookmark(kind: Kind, initial_events_end: bool) -> String {
+    let (api_version, list_kind) = kind.list_kind();
+    let object_kind = list_kind.trim_end_matches("List");
+    let annotations = if initial_events_end { r#"{"k8s.io/initial-events-end":"true"}"# } else { "{}" };
+    format!(
+        "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"{object_kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{{\"resourceVersion\":\"{RESOURCE_VERSION}\",\"annotations\":{annotations}}}}}}}\n"
+    )
+}
+
+/// A held watch's lines from now on: a plain bookmark every [`BOOKMARK_EVERY`], and nothing else.
+fn bookmarks(kind: Kind, gzip: bool) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
+    futures::stream::unfold((), move |()| async move {
+        tokio::time::sleep(BOOKMARK_EVERY).await;
+        let line = bookmark(kind, false);
+        Some((Ok(Bytes::from(if gzip { gzip_member(line.as_bytes()) } else { line.into_bytes() })), ()))
+    })
+}
+
 /// A streaming list: every object as an ADDED line, built 500 at a time off the runtime's
-/// threads, then the bookmark that ends them, then silence (the exporter then watches
-/// from that bookmark's resourceVersion, which stays silent too). `gzip`: each piece sent
-/// is a gzip member of its own, as 1.37 flushes a gzipped watch.
+/// threads, then the bookmark that ends them, then a bookmark a minute (the exporter then
+/// watches from that bookmark's resourceVersion, which has only those too). `gzip`: each
+/// piece sent is a gzip member of its own, as 1.37 flushes a gzipped watch.
 fn streamed_list(server: Arc<Server>, kind: Kind, gzip: bool) -> Response {
     let (lines, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {
@@ -139,14 +166,16 @@ fn streamed_list(server: Arc<Server>, kind: Kind, gzip: bool) -> Response {
                 return;
             }
         }
-        let (api_version, list_kind) = kind.list_kind();
-        let object_kind = list_kind.trim_end_matches("List");
-        let end = format!(
-            "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"{object_kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{{\"resourceVersion\":\"{RESOURCE_VERSION}\",\"annotations\":{{\"k8s.io/initial-events-end\":\"true\"}}}}}}}}\n"
-        );
+        let end = bookmark(kind, true);
         let end = if gzip { gzip_member(end.as_bytes()) } else { end.into_bytes() };
-        if lines.send(Ok(Bytes::from(end))).await.is_ok() {
-            std::future::pending::<()>().await;
+        if lines.send(Ok(Bytes::from(end))).await.is_err() {
+            return;
+        }
+        let mut held = std::pin::pin!(bookmarks(kind, gzip));
+        while let Some(line) = held.next().await {
+            if lines.send(line).await.is_err() {
+                return;
+            }
         }
     });
     let body = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|line| (line, rx)) });
@@ -212,8 +241,7 @@ pub(crate) async fn api(
             .into_response();
     }
     if query.watch.as_deref().is_some_and(|w| w == "true" || w == "1") {
-        let silence = futures::stream::pending::<Result<Bytes, std::io::Error>>();
-        return Body::from_stream(silence).into_response();
+        return Body::from_stream(bookmarks(kind, false)).into_response();
     }
     let total = kind.count(&server.shape);
     let start = query.continue_from.and_then(|c| c.parse().ok()).unwrap_or(0usize).min(total);
