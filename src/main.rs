@@ -24,7 +24,7 @@ use misschedule_exporter::report::scope::Origin;
 use misschedule_exporter::report::text::{self, Output};
 use misschedule_exporter::shared::Shared;
 use misschedule_exporter::source::connect;
-use misschedule_exporter::source::request::Compression;
+use misschedule_exporter::source::request::{Compression, Encoding};
 use misschedule_exporter::source::snapshot::{self, Snapshot};
 use misschedule_exporter::source::stream_list::ListMode;
 use misschedule_exporter::source::watch;
@@ -127,6 +127,10 @@ struct Source {
     /// later) and lists in pages where it refuses or ignores that; stream or pages force one.
     #[arg(long, env = "MISSCHEDULE_LIST_MODE", value_enum, default_value_t)]
     list_mode: ListMode,
+
+    /// How pods and nodes are encoded: auto asks for protobuf and reads JSON if that comes.
+    #[arg(long, env = "MISSCHEDULE_WIRE", value_enum, default_value_t)]
+    wire: Encoding,
 
     /// Objects per page of the initial lists and relists from etcd (limit/continue).
     /// Larger pages mean fewer round trips and more memory held at once.
@@ -260,6 +264,7 @@ async fn run(cli: Cli) -> Outcome {
             from_apiserver_cache: source.use_apiserver_cache,
             list_mode: source.list_mode,
             compression,
+            encoding: source.wire,
             stall_after: Duration::from_secs(source.watch_stall_seconds.into()),
             ..watch::WatchConfig::new(source.namespace.clone(), source.classification.pod_selector.clone())
         };

@@ -2,7 +2,9 @@
 //! (a watch with `sendInitialEvents=true`, no list request at all), and with
 //! `--list-mode pages` in pages of `--list-page-size`, or with `--use-apiserver-cache` from
 //! the watch cache (`resourceVersion=0`) instead of etcd; with `--apiserver-compression`
-//! streamed and gzipped, one gzip member per event. Every way ends with the same answer.
+//! streamed and gzipped, one gzip member per event. Every way ends with the same answer, and
+//! so does each encoding of pods and nodes (`--wire protobuf`, where a JSON answer would be
+//! an error, and `--wire json`).
 
 mod support;
 
@@ -66,6 +68,19 @@ async fn streamed_list_encoding(kubeconfig: &str) -> Option<String> {
     let response = client.send(request).await.unwrap();
     assert!(response.status().is_success(), "{:?}", response.status());
     response.headers().get("content-encoding").map(|v| v.to_str().unwrap_or("?").to_owned())
+}
+
+/// Every DaemonSet series the exporter serves, and its cache's object counts: its whole
+/// answer, to compare between two ways of reading the same cluster. A `since` series is
+/// kept without its value, which may be when this exporter first saw the state.
+fn series(exporter: &Exporter) -> Vec<String> {
+    let metrics = exporter.metrics();
+    let kept = |l: &&str| l.starts_with("daemonset_") || l.starts_with("misschedule_exporter_cache_objects");
+    let unvalued = |l: &str| match l.split_once("_since_timestamp_seconds{") {
+        Some(_) => l.rsplit_once(' ').map_or(l, |(series, _)| series).to_owned(),
+        None => l.to_owned(),
+    };
+    metrics.lines().filter(kept).map(unvalued).collect()
 }
 
 /// What the exporter knows: its eligible-node count and how many nodes it holds.
@@ -155,5 +170,33 @@ async fn lists_are_streamed_or_paged_and_can_come_from_the_watch_cache() {
         uris.iter().all(|u| u.contains("resourceVersion=0") && u.contains("resourceVersionMatch=NotOlderThan")),
         "{uris:#?}"
     );
+    drop(cached);
+
+    // Each encoding, each list mode: the same whole answer, and a change followed after.
+    let as_json = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), &["--wire", "json"], &cp.dir.join("json.log"));
+    until_ready(&as_json).await;
+    let whole = series(&as_json);
+    let pods = whole.iter().find_map(|l| l.strip_prefix("misschedule_exporter_cache_objects{resource=\"pods\"} "));
+    assert!(pods.is_some_and(|n| n.parse::<f64>().is_ok_and(|n| n > 0.0)), "pods were read: {whole:#?}");
+    drop(as_json);
+    for (name, args) in [
+        ("protobuf streamed", &["--wire", "protobuf"][..]),
+        ("protobuf in gzipped pages", &["--wire", "protobuf", "--list-mode", "pages", "--apiserver-compression"]),
+    ] {
+        let exporter = Exporter::start_with(cp.get("EXPORTER_KUBECONFIG"), args, &cp.dir.join(format!("{name}.log")));
+        until_ready(&exporter).await;
+        assert_eq!(series(&exporter), whole, "{name}");
+        admin.set_taints("n1", serde_json::json!([{"key": "wire", "effect": "NoSchedule"}])).await;
+        let started = Instant::now();
+        while answer(&exporter).0 != Some(NODES as f64 - 1.0) {
+            assert!(started.elapsed() < Duration::from_secs(20), "{name}: the taint never came through");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        admin.set_taints("n1", serde_json::json!(null)).await;
+        while answer(&exporter) != expected {
+            assert!(started.elapsed() < Duration::from_secs(40), "{name}: the taint's removal never came through");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

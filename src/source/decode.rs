@@ -1,31 +1,61 @@
 //! A watch line or a list page decoded into the slim types, and, where that fails, what is
 //! wrong with it in one line: cut off, not UTF-8, or which field.
 
+use bytes::Bytes;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
+use kube::api::ObjectList;
 use serde::de::DeserializeOwned;
 
 use super::call_error::CallError;
+use crate::k8s::proto::{self, ProtoError};
 use crate::k8s::slim::{SlimNode, SlimPod};
 
-/// A kind the watches read, and whether sonic-rs decodes it. Its SIMD tokenizer, through the
+/// A kind the watches read: whether it is asked for in protobuf, and whether sonic-rs decodes
+/// its JSON. Its SIMD tokenizer, through the
 /// same serde derives, took 4-11% off the CPU to ready in paired runs; but its code is built
 /// anew for every type it reads, and for all four kinds (k8s-openapi's DaemonSet and
 /// ControllerRevision are large) it grew the binary by 6 MB. Only pods and nodes, the kinds
 /// a cluster has thousands of, are worth it.
-pub trait Wire: DeserializeOwned {
+pub trait Wire: DeserializeOwned + Clone {
+    /// How the kind is read from protobuf; `None` for a kind asked for only as JSON.
+    const PROTOBUF: Option<Protobuf<Self>> = None;
+
     /// `bytes` decoded by sonic-rs, or `None` to leave them to serde_json.
     fn by_simd<T: DeserializeOwned>(_bytes: &[u8]) -> Option<T> {
         None
     }
 }
 
+/// A kind's protobuf readers (`k8s::proto`): its lists, by the list's kind, and its objects,
+/// as watch events carry them.
+pub struct Protobuf<K: Clone> {
+    pub list_kind: &'static str,
+    pub kind: &'static str,
+    pub list: fn(Bytes) -> Result<ObjectList<K>, ProtoError>,
+    pub object: fn(Bytes) -> Result<K, ProtoError>,
+}
+
+impl<K: Clone> Clone for Protobuf<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K: Clone> Copy for Protobuf<K> {}
+
 impl Wire for SlimPod {
+    const PROTOBUF: Option<Protobuf<Self>> =
+        Some(Protobuf { list_kind: "PodList", kind: "Pod", list: proto::pod_list, object: proto::pod });
+
     fn by_simd<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
         sonic_rs::from_slice(bytes).ok()
     }
 }
 
 impl Wire for SlimNode {
+    const PROTOBUF: Option<Protobuf<Self>> =
+        Some(Protobuf { list_kind: "NodeList", kind: "Node", list: proto::node_list, object: proto::node });
+
     fn by_simd<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
         sonic_rs::from_slice(bytes).ok()
     }

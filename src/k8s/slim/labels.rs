@@ -33,7 +33,7 @@ impl FlatLabels {
 
     /// The API server writes labels in key order, each key once; anything else (a hand-written
     /// snapshot) is put in order the way a map reads it: the last of a repeated key wins.
-    fn into_key_order(self) -> Self {
+    pub(in crate::k8s) fn into_key_order(self) -> Self {
         let keys_ascend = self.iter().zip(self.iter().skip(1)).all(|((a, _), (b, _))| a < b);
         if keys_ascend { self } else { self.iter().collect::<BTreeMap<_, _>>().into_iter().collect() }
     }

@@ -73,6 +73,23 @@ impl Entry {
     }
 }
 
+/// One entry as the protobuf wire sends it: its fields, with `fieldsV1` still the JSON it is
+/// on either wire. `None` where it owns no label and not the taints.
+pub(in crate::k8s) fn owner_of_fields(
+    manager: Option<String>,
+    operation: &str,
+    subresource: &str,
+    time: Option<Time>,
+    fields_v1: Option<&[u8]>,
+) -> Result<Option<LabelAndTaintOwner>, serde_json::Error> {
+    let fields = match fields_v1 {
+        Some(json) => serde_json::from_slice(json)?,
+        None => Owned::default(),
+    };
+    let entry = Entry { manager, operation: operation == "Update", subresource: !subresource.is_empty(), time, fields };
+    Ok(entry.into_owner())
+}
+
 /// `fieldsV1`, read down to `f:metadata.f:labels` keys and `f:spec.f:taints`.
 #[derive(Default)]
 struct Owned {

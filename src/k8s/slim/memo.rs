@@ -8,6 +8,7 @@
 
 use std::cell::RefCell;
 use std::fmt;
+use std::hash::Hash;
 use std::marker::PhantomData;
 use std::thread::LocalKey;
 
@@ -21,7 +22,7 @@ use crate::model::FastMap;
 const RAW_TEXT: &str = "$sonic_rs::LazyValue";
 
 /// Longer texts are parsed every time, so that a memo stays small whatever pods say.
-const TEXT_MAX: usize = 4096;
+pub(in crate::k8s) const TEXT_MAX: usize = 4096;
 
 /// Distinct texts a memo keeps; at this many it starts again. A cluster has about one of
 /// each part per DaemonSet revision.
@@ -34,20 +35,32 @@ pub(super) trait ByText: DeserializeOwned + Clone + 'static {
 }
 
 /// Values of one type by the text they were read from, on one thread.
-pub(super) struct TextMemo<T>(RefCell<FastMap<Box<str>, T>>);
+pub(super) type TextMemo<T> = Memo<str, T>;
 
-impl<T> Default for TextMemo<T> {
+/// Values of one type by the bytes they were read from (JSON text, or protobuf), on one
+/// thread; at [`ENTRIES_MAX`] entries it starts again.
+pub(in crate::k8s) struct Memo<K: ?Sized, T>(RefCell<FastMap<Box<K>, T>>);
+
+impl<K: ?Sized, T> Default for Memo<K, T> {
     fn default() -> Self {
         Self(RefCell::default())
     }
 }
 
-impl<T: ByText> TextMemo<T> {
-    fn get_or_parse<E: de::Error>(&self, raw: &str) -> Result<T, E> {
+impl<K: ?Sized + Eq + Hash + AsRef<[u8]>, T: Clone> Memo<K, T>
+where
+    for<'a> &'a K: Into<Box<K>>,
+{
+    /// The value read from `raw` before, or `read(raw)`, kept if `raw` is at most
+    /// [`TEXT_MAX`] long. What fails to read is not kept.
+    pub(in crate::k8s) fn get_or_read<E>(&self, raw: &K, read: impl FnOnce(&K) -> Result<T, E>) -> Result<T, E> {
+        if raw.as_ref().len() > TEXT_MAX {
+            return read(raw);
+        }
         if let Some(seen) = self.0.borrow().get(raw) {
             return Ok(seen.clone());
         }
-        let parsed = parse::<T, E>(raw)?;
+        let parsed = read(raw)?;
         let mut memo = self.0.borrow_mut();
         if memo.len() >= ENTRIES_MAX {
             memo.clear();
@@ -89,10 +102,7 @@ impl<'de, T: ByText> Visitor<'de> for ByTextVisitor<T> {
 
     /// The raw text of the value (sonic-rs), whole and checked as one JSON value.
     fn visit_str<E: de::Error>(self, raw: &str) -> Result<T, E> {
-        if raw.len() > TEXT_MAX {
-            return parse(raw);
-        }
-        T::memo().with(|memo| memo.get_or_parse(raw))
+        T::memo().with(|memo| memo.get_or_read(raw, parse))
     }
 
     /// Any other decoder: the value itself.

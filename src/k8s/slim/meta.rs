@@ -82,7 +82,8 @@ impl<T> Kept<T> for IgnoredAny {
 /// (`convert::node`) and the guard's bypass (`admission::bypass`). A node's other
 /// annotations (CSI node IDs, CNI addresses, tools' bookkeeping) are skipped unallocated:
 /// every heartbeat carries them.
-const NODE_ANNOTATIONS_READ: &[&str] = &[NFD_FEATURE_LABELS_ANNOTATION, NFD_TAINTS_ANNOTATION, BYPASS_ANNOTATION];
+pub(in crate::k8s) const NODE_ANNOTATIONS_READ: &[&str] =
+    &[NFD_FEATURE_LABELS_ANNOTATION, NFD_TAINTS_ANNOTATION, BYPASS_ANNOTATION];
 
 /// A node's annotations, down to [`NODE_ANNOTATIONS_READ`]; present (if empty) when the
 /// node has any, as a full decode would read it.

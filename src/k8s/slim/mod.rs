@@ -36,9 +36,15 @@ mod str_list;
 pub use self::affinity::AffinityTarget;
 pub use self::field_owners::{LabelAndTaintOwner, LabelKeys, owner_of};
 pub use self::labels::FlatLabels;
+pub(in crate::k8s) use self::managed_fields::owner_of_fields;
+pub(in crate::k8s) use self::memo::Memo;
+pub(in crate::k8s) use self::meta::NODE_ANNOTATIONS_READ;
 pub use self::node::{NodeTaintsSpec, SlimNode};
 pub use self::pod::{PodParts, PodPlacement, PodToleration, SlimPod, Tolerations};
-pub use self::status::{ConditionKind, Conditions, ContainerStatus, PodCondition, PodStatus, is_terminal_phase};
+pub use self::status::{
+    ConditionKind, Conditions, ContainerState, ContainerStatus, PodCondition, PodStatus, Terminated, Waiting,
+    is_terminal_phase,
+};
 
 /// Pods and Nodes are core `v1`: an `apiVersion` that says otherwise (a number, an object,
 /// another version) is a malformed object, not one to read as if it were right. Absent is

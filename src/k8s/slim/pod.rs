@@ -160,6 +160,19 @@ pub struct PodToleration {
     pub effect: Option<TaintEffect>,
 }
 
+impl PodToleration {
+    /// A toleration from its four fields as the protobuf wire sends them, each empty where
+    /// unset: read as the JSON wire, which leaves them out, is.
+    pub(in crate::k8s) fn from_fields(key: &str, operator: &str, value: &str, effect: &str) -> Self {
+        Self {
+            key: (!key.is_empty()).then(|| common(key)),
+            operator: TolerationOperator::parse(operator),
+            value: (!value.is_empty()).then(|| value.to_owned()),
+            effect: TaintEffect::parse_optional(effect),
+        }
+    }
+}
+
 /// Keys every daemon pod repeats: those of the tolerations the DaemonSet controller adds.
 /// Read as static strings, they cost no allocation per pod.
 fn common(s: &str) -> Cow<'static, str> {

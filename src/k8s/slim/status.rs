@@ -296,10 +296,15 @@ pub struct Terminated {
 }
 
 fn exit_reason<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Cow<'static, str>>, D::Error> {
-    parsed_str(deserializer, |reason| {
+    parsed_str(deserializer, |reason| Some(Terminated::reason_of(reason)))
+}
+
+impl Terminated {
+    /// A termination reason, the common ones as static text.
+    pub(in crate::k8s) fn reason_of(reason: &str) -> Cow<'static, str> {
         let known = ["Error", "Completed", "OOMKilled", "ContainerCannotRun", "StartError", "DeadlineExceeded"];
-        Some(known.into_iter().find(|k| *k == reason).map_or_else(|| Cow::Owned(reason.to_owned()), Cow::Borrowed))
-    })
+        known.into_iter().find(|k| *k == reason).map_or_else(|| Cow::Owned(reason.to_owned()), Cow::Borrowed)
+    }
 }
 
 /// A field sent as `null` reads as its default, as the API server's own decoding does.
@@ -312,11 +317,17 @@ fn is_true<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error>
 }
 
 fn condition_kind<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ConditionKind, D::Error> {
-    parsed_str(deserializer, |s| match s {
-        "PodScheduled" => ConditionKind::PodScheduled,
-        "Ready" => ConditionKind::Ready,
-        _ => ConditionKind::Other,
-    })
+    parsed_str(deserializer, ConditionKind::parse)
+}
+
+impl ConditionKind {
+    pub(in crate::k8s) fn parse(kind: &str) -> Self {
+        match kind {
+            "PodScheduled" => Self::PodScheduled,
+            "Ready" => Self::Ready,
+            _ => Self::Other,
+        }
+    }
 }
 
 fn terminal_phase<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {

@@ -26,15 +26,9 @@ impl Watch {
         K: Listed,
     {
         let (version, idle) = (&cursor.resource_version, cursor.silence.limit());
-        let events = request::watch::<K>(
-            &self.client,
-            &endpoint.url_path,
-            &endpoint.watch,
-            version,
-            self.config.compression,
-            idle,
-        )
-        .await?;
+        let events =
+            request::watch::<K>(&self.client, &endpoint.url_path, &endpoint.watch, version, self.config.ask(), idle)
+                .await?;
         let mut events = pin!(events);
         // Events already decoded are applied together (see `Watch::apply_batch`); whatever
         // ends the call, those taken before it are applied before it returns.

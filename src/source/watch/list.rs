@@ -71,7 +71,7 @@ impl Watch {
         let params = WatchParams { send_initial_events: true, bookmarks: true, ..endpoint.watch.clone() };
         // An empty resourceVersion with NotOlderThan: a consistent read, as fresh as etcd.
         let events =
-            request::watch::<K>(&self.client, &endpoint.url_path, &params, "", self.config.compression, idle).await?;
+            request::watch::<K>(&self.client, &endpoint.url_path, &params, "", self.config.ask(), idle).await?;
         let mut events = pin!(events);
         self.apply(scope, Event::<K>::Init);
         // The objects there to take at once are applied together, and only then is the
@@ -141,9 +141,8 @@ impl Watch {
         let mut buffers = PageBuffers::default();
         let mut batch = Vec::new();
         loop {
-            let (url_path, compression) = (&endpoint.url_path, self.config.compression);
-            let page =
-                request::list_page::<K>(&self.client, url_path, &params, compression, idle, &mut buffers).await?;
+            let (url_path, ask) = (&endpoint.url_path, self.config.ask());
+            let page = request::list_page::<K>(&self.client, url_path, &params, ask, idle, &mut buffers).await?;
             *progress = Some(Instant::now());
             let mut objects = page.items.into_iter().map(Event::InitApply).peekable();
             while objects.peek().is_some() {

@@ -21,7 +21,7 @@ use crate::source::burst::Burst;
 use crate::source::call_error::CallError;
 use crate::source::decode::Wire;
 use crate::source::progress::{Call, End, Failure, Next, Silence, after_call, is_short};
-use crate::source::request::Compression;
+use crate::source::request::{Ask, Compression, Encoding};
 use crate::source::retry::{Attempt, Retry};
 use crate::source::stream_list::ListMode;
 use crate::telemetry::Telemetry;
@@ -67,6 +67,8 @@ pub struct WatchConfig {
     /// Ask for gzipped lists and watches (`--apiserver-compression`). The client must leave
     /// them compressed: `request` inflates them.
     pub compression: Compression,
+    /// The encoding pods and nodes are asked for in (`--wire`).
+    pub encoding: Encoding,
 }
 
 impl WatchConfig {
@@ -81,7 +83,12 @@ impl WatchConfig {
             stall_after: Duration::from_secs(DEFAULT_STALL_SECONDS.into()),
             list_mode: ListMode::Auto,
             compression: Compression::Identity,
+            encoding: Encoding::Auto,
         }
+    }
+
+    fn ask(&self) -> Ask {
+        Ask { compression: self.compression, encoding: self.encoding }
     }
 }
 

@@ -12,7 +12,7 @@ use kube::api::ListParams;
 
 use super::{Endpoint, Listed, Watch};
 use crate::index::Resource;
-use crate::source::request::{self, Compression, PageBuffers};
+use crate::source::request::{self, Ask, PageBuffers};
 
 /// The longest a nudge may take: it is a read of one object.
 const NUDGE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -54,7 +54,7 @@ impl Watch {
                 &client,
                 &url_path,
                 &params,
-                Compression::Identity,
+                Ask::default(),
                 NUDGE_TIMEOUT,
                 &mut PageBuffers::default(),
             )
