@@ -11,11 +11,11 @@ use crate::k8s::proto::{self, ProtoError};
 use crate::k8s::slim::{SlimNode, SlimPod};
 
 /// A kind the watches read: whether it is asked for in protobuf, and whether sonic-rs decodes
-/// its JSON. Its SIMD tokenizer, through the
-/// same serde derives, took 4-11% off the CPU to ready in paired runs; but its code is built
-/// anew for every type it reads, and for all four kinds (k8s-openapi's DaemonSet and
-/// ControllerRevision are large) it grew the binary by 6 MB. Only pods and nodes, the kinds
-/// a cluster has thousands of, are worth it.
+/// its JSON. sonic-rs's SIMD tokenizer, through the same serde derives, took 4-11% off the
+/// CPU to ready in paired runs; but its code is built anew for every type it reads, and for
+/// all four kinds (k8s-openapi's DaemonSet and ControllerRevision are large) it grew the
+/// binary by 6 MB. Only pods and nodes, the kinds a cluster has thousands of, are worth it,
+/// and only they are worth messages of their own in protobuf.
 pub trait Wire: DeserializeOwned + Clone {
     /// How the kind is read from protobuf; `None` for a kind asked for only as JSON.
     const PROTOBUF: Option<Protobuf<Self>> = None;

@@ -90,8 +90,7 @@ impl Ask {
     /// Whether `response` is in protobuf; an error where it is JSON and only protobuf would do.
     fn protobuf<K: Wire>(self, response: &http::Response<Body>) -> Result<Option<Protobuf<K>>, CallError> {
         let content_type = response.headers().get(http::header::CONTENT_TYPE).map(http::HeaderValue::as_bytes);
-        let protobuf = content_type.is_some_and(|t| t.starts_with(PROTOBUF.as_bytes()));
-        match (protobuf, K::PROTOBUF) {
+        match (is_protobuf(response), K::PROTOBUF) {
             (true, Some(readers)) => Ok(Some(readers)),
             (false, Some(_)) if self.encoding == Encoding::Protobuf => Err(CallError::Malformed {
                 what: "the answer",
@@ -109,6 +108,11 @@ impl Ask {
             (false, _) => Ok(None),
         }
     }
+}
+
+fn is_protobuf(response: &http::Response<Body>) -> bool {
+    let content_type = response.headers().get(http::header::CONTENT_TYPE);
+    content_type.is_some_and(|t| t.as_bytes().starts_with(PROTOBUF.as_bytes()))
 }
 
 /// A protobuf answer that cannot be read, as the call's error: cut where it ends too soon.
@@ -258,17 +262,22 @@ async fn send(
         return Ok(response);
     }
     let code = response.status().as_u16();
+    // A refusal comes in the encoding asked for: a pod or node call's in protobuf.
+    let protobuf = is_protobuf(&response);
     let header = response
         .headers()
         .get(http::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     let body = Limited::new(response.into_body(), MAX_ERROR_BODY).collect().await.map(|b| b.to_bytes());
-    let status = body.as_deref().ok().and_then(|b| serde_json::from_slice::<Status>(b).ok());
+    let status = body.as_ref().ok().and_then(|b| match protobuf {
+        true => proto::status(b.clone()).ok(),
+        false => serde_json::from_slice::<Status>(b).ok(),
+    });
     let message = match (&status, &body) {
         (Some(status), _) if !status.message.is_empty() => status.message.clone(),
-        (_, Ok(body)) => String::from_utf8_lossy(body).trim().chars().take(200).collect(),
-        (_, Err(_)) => String::new(),
+        (_, Ok(body)) if !protobuf => String::from_utf8_lossy(body).trim().chars().take(200).collect(),
+        (_, _) => String::new(),
     };
     // The API server says it both ways; a proxy only in the header.
     let in_body = status.and_then(|s| s.details).map(|d| d.retry_after_seconds).filter(|&s| s > 0);

@@ -56,11 +56,11 @@ pub(super) struct WireTime {
 
 /// A `map<string, string>` entry.
 #[derive(Clone, PartialEq, Message)]
-pub(super) struct StringEntry {
+struct StringEntry {
     #[prost(string, optional, tag = "1")]
-    pub(super) key: Option<String>,
+    key: Option<String>,
     #[prost(string, optional, tag = "2")]
-    pub(super) value: Option<String>,
+    value: Option<String>,
 }
 
 /// Of an owner reference, what `GetControllerOf` reads.

@@ -20,7 +20,7 @@ mod watch;
 pub use envelope::unwrap;
 pub use node::{node, node_list};
 pub use pod::{pod, pod_list};
-pub use watch::watch_event;
+pub use watch::{status, watch_event};
 
 /// What is wrong with a protobuf answer, in one line.
 #[derive(Debug, thiserror::Error)]

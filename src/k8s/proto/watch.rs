@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use kube::api::{TypeMeta, WatchEvent};
+use kube::core::Status;
+use kube::core::response::{StatusDetails, StatusSummary};
 use kube::core::watch::{Bookmark, BookmarkMeta};
-use kube::core::{Status, response::StatusSummary};
 use prost::Message;
 
 use super::{ProtoError, unwrap};
@@ -50,8 +51,17 @@ struct WireStatus {
     message: Option<String>,
     #[prost(string, optional, tag = "4")]
     reason: Option<String>,
+    #[prost(message, optional, tag = "5")]
+    details: Option<WireStatusDetails>,
     #[prost(int32, optional, tag = "6")]
     code: Option<i32>,
+}
+
+/// Of a `Status`'s details, how long the server asks the client to wait.
+#[derive(Clone, PartialEq, Message)]
+struct WireStatusDetails {
+    #[prost(int32, optional, tag = "5")]
+    retry_after_seconds: Option<i32>,
 }
 
 /// One frame of a watch of `kind` (`Pod`, `Node`), its object read by `object`.
@@ -77,15 +87,17 @@ pub fn watch_event<K>(
                 },
             })
         }
-        "ERROR" => WatchEvent::Error(Box::new(status(unwrap(raw, "Status")?)?)),
+        "ERROR" => WatchEvent::Error(Box::new(status(raw)?)),
         other => {
             return Err(ProtoError::Field { field: "type", error: format!("{other:?} is no watch event type") });
         }
     })
 }
 
-fn status(raw: Bytes) -> Result<Status, ProtoError> {
-    let status = WireStatus::decode(raw)?;
+/// A `Status` as a whole answer (a refusal asked for in protobuf) or an ERROR event's object
+/// carries it, in its wrapper.
+pub fn status(answer: Bytes) -> Result<Status, ProtoError> {
+    let status = WireStatus::decode(unwrap(answer, "Status")?)?;
     let code = status.code.unwrap_or_default();
     Ok(Status {
         status: match status.status.as_deref() {
@@ -97,7 +109,14 @@ fn status(raw: Bytes) -> Result<Status, ProtoError> {
         message: status.message.unwrap_or_default(),
         reason: status.reason.unwrap_or_default(),
         metadata: None,
-        details: None,
+        details: status.details.map(|d| StatusDetails {
+            retry_after_seconds: d.retry_after_seconds.and_then(|s| u32::try_from(s).ok()).unwrap_or_default(),
+            name: String::new(),
+            group: String::new(),
+            kind: String::new(),
+            uid: String::new(),
+            causes: Vec::new(),
+        }),
     })
 }
 
@@ -150,6 +169,7 @@ mod tests {
             message: Some("too old resource version: 1 (2)".into()),
             reason: Some("Expired".into()),
             code: Some(410),
+            details: None,
         };
         let unknown = [&b"k8s\0"[..], &envelope_of("Status", &status.encode_to_vec())].concat();
         let event =
@@ -158,6 +178,24 @@ mod tests {
             Ok(WatchEvent::Error(status)) => assert_eq!((status.code, status.reason.as_str()), (410, "Expired")),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A refusal asked for in protobuf comes as a `Status` in its wrapper, with the
+    /// server's message and how long it asks the client to wait.
+    #[test]
+    fn a_refusal_in_protobuf_reads_as_its_status() {
+        let status = WireStatus {
+            status: Some("Failure".into()),
+            message: Some("pods is forbidden: User \"x\" cannot watch resource \"pods\"".into()),
+            reason: Some("Forbidden".into()),
+            code: Some(403),
+            details: Some(WireStatusDetails { retry_after_seconds: Some(7) }),
+        };
+        let answer = [&b"k8s\0"[..], &envelope_of("Status", &status.encode_to_vec())].concat();
+        let read = super::status(answer.into()).unwrap();
+        assert_eq!((read.code, read.reason.as_str()), (403, "Forbidden"));
+        assert!(read.message.starts_with("pods is forbidden"), "{}", read.message);
+        assert_eq!(read.details.map(|d| d.retry_after_seconds), Some(7));
     }
 
     /// A `runtime.Unknown` of a core v1 `kind` holding `raw`, by its field numbers, as Go writes it.

@@ -22,7 +22,7 @@ use crate::model::FastMap;
 const RAW_TEXT: &str = "$sonic_rs::LazyValue";
 
 /// Longer texts are parsed every time, so that a memo stays small whatever pods say.
-pub(in crate::k8s) const TEXT_MAX: usize = 4096;
+const TEXT_MAX: usize = 4096;
 
 /// Distinct texts a memo keeps; at this many it starts again. A cluster has about one of
 /// each part per DaemonSet revision.
